@@ -1,0 +1,172 @@
+public import AppleID
+import Crypto
+import Foundation
+public import Logging
+import Metrics
+
+/// The account lifecycle, in one place: sign-in, sessions and (with later capabilities) deletion and Apple's
+/// notifications. The HTTP routes, the CLI and the notification handler all call these operations.
+public final class Accounts: Sendable {
+    let store: any AccountStore
+    let vault: TokenVault
+    let apple: any AppleGateway
+    let clock: any WallClock
+    let random: any RandomSource
+    let configuration: AccountsConfiguration
+    let logger: Logger
+
+    /// Creates the lifecycle over its dependencies.
+    public init(
+        store: any AccountStore,
+        vault: TokenVault,
+        apple: any AppleGateway,
+        clock: any WallClock,
+        random: any RandomSource = SystemRandomSource(),
+        configuration: AccountsConfiguration = AccountsConfiguration(),
+        logger: Logger
+    ) {
+        self.store = store
+        self.vault = vault
+        self.apple = apple
+        self.clock = clock
+        self.random = random
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    // MARK: Nonces
+
+    /// Issues a single-use nonce that lives ``AccountsConfiguration/nonceLifetime``.
+    public func issueNonce() async throws(AccountsError) -> IssuedNonce {
+        let raw = randomToken()
+        let expiresAt = clock.now().addingTimeInterval(configuration.nonceLifetime.seconds)
+        do {
+            try await store.insertNonce(hash: AppleNonce.hash(raw), expiresAt: expiresAt)
+        } catch {
+            throw AccountsError.storage(error)
+        }
+        return IssuedNonce(value: raw, expiresAt: expiresAt)
+    }
+
+    // MARK: Sessions
+
+    /// The live session behind a bearer token, with its account.
+    ///
+    /// - Throws: `session_invalid` for an unknown or expired token, `session_revoked` (with the reason) for one that was
+    ///   ended early.
+    public func session(token: String) async throws(AccountsError) -> SessionInfo {
+        let (session, account) = try await liveSession(token: token)
+        return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try view(of: account))
+    }
+
+    /// Ends the session behind a bearer token (sign-out); touches nothing at Apple.
+    public func signOut(token: String) async throws(AccountsError) {
+        let (session, _) = try await liveSession(token: token)
+        do {
+            _ = try await store.endSession(tokenHash: session.tokenHash, reason: .signedOut, at: clock.now())
+        } catch {
+            throw AccountsError.storage(error)
+        }
+    }
+
+    func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, AccountRecord) {
+        guard !token.isEmpty, token.utf8.count <= 512 else { throw AccountsError(.sessionInvalid, "no session token") }
+        let session: SessionRecord?
+        do {
+            session = try await store.session(tokenHash: Self.sha256Hex(token))
+        } catch {
+            throw AccountsError.storage(error)
+        }
+        guard let session else { throw AccountsError(.sessionInvalid, "unknown session") }
+        if let reason = session.endReason {
+            throw AccountsError(.sessionRevoked, "the session was ended", sessionEndReason: reason)
+        }
+        guard session.expiresAt > clock.now() else { throw AccountsError(.sessionInvalid, "the session expired") }
+        let account: AccountRecord?
+        do {
+            account = try await store.account(id: session.accountID)
+        } catch {
+            throw AccountsError.storage(error)
+        }
+        guard let account else {
+            throw AccountsError(.sessionRevoked, "the account was deleted", sessionEndReason: .accountDeleted)
+        }
+        return (session, account)
+    }
+
+    // MARK: Operators
+
+    /// One account, opened, for an operator.
+    public func account(id: String) async throws(AccountsError) -> AccountView {
+        let record: AccountRecord?
+        do {
+            record = try await store.account(id: id)
+        } catch {
+            throw AccountsError.storage(error)
+        }
+        guard let record else { throw AccountsError(.notFound, "no account with that id") }
+        return try view(of: record)
+    }
+
+    /// A page of accounts, opened, for an operator.
+    public func listAccounts(limit: Int = 100, afterID: String? = nil) async throws(AccountsError) -> [AccountView] {
+        do {
+            return try await store.accounts(limit: limit, afterID: afterID).map { try view(of: $0) }
+        } catch let error as AccountsError {
+            throw error
+        } catch {
+            throw AccountsError.storage(error)
+        }
+    }
+
+    /// Whether the database answers (`/health/ready`).
+    public func isStorageReachable() async -> Bool {
+        await store.isReachable()
+    }
+
+    // MARK: Helpers
+
+    /// Opens an account record for display.
+    func view(of record: AccountRecord) throws(AccountsError) -> AccountView {
+        do {
+            let subject = try vault.open(record.sealedSubject, context: Self.context(record.id, "subject"))
+            let email = try record.sealedEmail.map { try vault.open($0, context: Self.context(record.id, "email")) }
+            let name = try record.sealedName.map { sealed -> AccountView.Name? in
+                let json = try vault.open(sealed, context: Self.context(record.id, "name"))
+                return try? JSONDecoder().decode(AccountView.Name.self, from: Data(json.value.utf8))
+            }
+            return AccountView(
+                id: record.id,
+                appleSub: subject.value,
+                email: email?.value,
+                isPrivateEmail: record.isPrivateEmail,
+                emailForwarding: record.emailForwarding,
+                name: name ?? nil,
+                createdAt: record.createdAt,
+                appleCredential: record.appleCredential,
+                lastValidatedAt: record.lastValidatedAt
+            )
+        } catch {
+            logger.error("cannot open a sealed account value", metadata: ["account.id": "\(record.id)", "error": "\(error)"])
+            throw AccountsError(.storageUnavailable, "a stored value cannot be opened with the configured vault keys")
+        }
+    }
+
+    /// The additional authenticated data that binds a sealed value to its record and field.
+    static func context(_ accountID: String, _ field: String) -> String {
+        "account:\(accountID):\(field)"
+    }
+
+    /// A 256-bit random value, base64url without padding.
+    func randomToken() -> String {
+        Data(random.bytes(32)).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// SHA-256 of a string, lowercase hex.
+    static func sha256Hex(_ value: String) -> String {
+        SHA256.hash(data: Data(value.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,58 @@
+public import AppleID
+
+/// Why a lifecycle operation was refused; each code is one row of the contract's "Failures and their codes".
+public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The stable machine code the API returns (`code` in the problem details).
+    public enum Code: String, Sendable, CaseIterable {
+        case invalidRequest = "invalid_request"
+        case identityTokenMalformed = "identity_token_malformed"
+        case identityTokenSignature = "identity_token_signature"
+        case identityTokenIssuer = "identity_token_issuer"
+        case identityTokenAudience = "identity_token_audience"
+        case identityTokenExpired = "identity_token_expired"
+        case nonceMissing = "nonce_missing"
+        case nonceMismatch = "nonce_mismatch"
+        case nonceReused = "nonce_reused"
+        case authorizationCodeRejected = "authorization_code_rejected"
+        case subjectMismatch = "subject_mismatch"
+        case appleClientRejected = "apple_client_rejected"
+        case appleUnavailable = "apple_unavailable"
+        case storageUnavailable = "storage_unavailable"
+        case sessionInvalid = "session_invalid"
+        case sessionRevoked = "session_revoked"
+        case notFound = "not_found"
+    }
+
+    /// The machine code.
+    public let code: Code
+    /// A human-readable reason that never holds a token, an email or a subject.
+    public let reason: String
+    /// With ``Code/sessionRevoked``: why the session ended.
+    public let sessionEndReason: SessionEndReason?
+
+    /// Creates an error.
+    public init(_ code: Code, _ reason: String, sessionEndReason: SessionEndReason? = nil) {
+        self.code = code
+        self.reason = reason
+        self.sessionEndReason = sessionEndReason
+    }
+
+    /// The same failure as Apple's side reported it.
+    public init(_ error: AppleIDError) {
+        let code = Code(rawValue: error.code.rawValue) ?? .appleUnavailable
+        self.init(code, error.reason)
+    }
+
+    /// The database could not be reached.
+    public static func storage(_ error: any Error) -> AccountsError {
+        AccountsError(.storageUnavailable, "the database is unavailable: \((error as? StoreError)?.reason ?? "\(type(of: error))")")
+    }
+
+    /// Whether two errors carry the same code and session reason.
+    public static func == (lhs: AccountsError, rhs: AccountsError) -> Bool {
+        lhs.code == rhs.code && lhs.sessionEndReason == rhs.sessionEndReason
+    }
+
+    /// `code: reason`.
+    public var description: String { "\(code.rawValue): \(reason)" }
+}

@@ -1,0 +1,170 @@
+import AppleID
+import Foundation
+public import Logging
+import Metrics
+
+extension Accounts {
+    /// Signs a user in with what Apple gave the app: verifies the identity token and the nonce, exchanges the
+    /// authorization code, creates or finds the account, stores Apple's tokens sealed, and starts a session.
+    ///
+    /// Nothing is stored when the code exchange fails; the nonce is consumed as soon as the token passes verification.
+    /// - Throws: ``AccountsError`` with the contract's sign-in codes.
+    public func signIn(_ request: SignInRequest, logger: Logger) async throws(AccountsError) -> SignInResult {
+        do {
+            let result = try await performSignIn(request, logger: logger)
+            Counter(label: "orchard_sign_ins_total", dimensions: [("outcome", result.isNewAccount ? "new_account" : "returning")])
+                .increment()
+            return result
+        } catch {
+            Counter(label: "orchard_sign_ins_total", dimensions: [("outcome", error.code.rawValue)]).increment()
+            logger.info("sign-in refused", metadata: ["error.code": "\(error.code.rawValue)", "error.reason": "\(error.reason)"])
+            throw error
+        }
+    }
+
+    private func performSignIn(_ request: SignInRequest, logger: Logger) async throws(AccountsError) -> SignInResult {
+        let claims: AppleIdentityClaims
+        do {
+            claims = try await apple.verifyIdentityToken(request.identityToken.value, expectedAudience: request.clientID)
+        } catch {
+            throw Self.mapApple(error)
+        }
+        try await consumeNonce(claim: claims.nonce, raw: request.nonce)
+
+        let tokens: AppleTokenResponse
+        do {
+            tokens = try await apple.exchangeCode(request.authorizationCode, clientID: claims.aud, redirectURI: request.redirectURI)
+        } catch {
+            let mapped = Self.mapApple(error)
+            if mapped.code == .appleClientRejected {
+                logger.critical(
+                    "Apple refused Orchard's client credentials: check APPLE_TEAM_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE",
+                    metadata: ["apple.client_id": "\(claims.aud)", "error.reason": "\(mapped.reason)"]
+                )
+            }
+            throw mapped
+        }
+        if let idToken = tokens.idToken {
+            let exchanged: AppleIdentityClaims
+            do {
+                exchanged = try await apple.verifyIdentityToken(idToken.value, expectedAudience: claims.aud)
+            } catch {
+                throw AccountsError(.subjectMismatch, "the id_token Apple returned from the code exchange did not verify")
+            }
+            guard exchanged.sub == claims.sub else {
+                throw AccountsError(.subjectMismatch, "the code was issued for another user than the identity token")
+            }
+        }
+
+        do {
+            return try await storeSignIn(claims: claims, tokens: tokens, request: request)
+        } catch let error as StoreError where error == .conflict {
+            // Two first sign-ins of one user raced; the other created the account, so this one is a returning sign-in.
+            do {
+                return try await storeSignIn(claims: claims, tokens: tokens, request: request)
+            } catch {
+                throw AccountsError.storage(error)
+            }
+        } catch let error as AccountsError {
+            throw error
+        } catch {
+            throw AccountsError.storage(error)
+        }
+    }
+
+    /// Applies the contract's nonce rule and consumes the nonce.
+    private func consumeNonce(claim: String?, raw: String?) async throws(AccountsError) {
+        guard let claim, !claim.isEmpty else { throw AccountsError(.nonceMissing, "the identity token carries no nonce") }
+        guard let raw, !raw.isEmpty else { throw AccountsError(.nonceMissing, "the request carries no nonce") }
+        guard AppleNonce.matches(claim: claim, raw: raw) else {
+            throw AccountsError(.nonceMismatch, "the identity token's nonce is not the request's nonce")
+        }
+        let outcome: NonceConsumption
+        do {
+            outcome = try await store.consumeNonce(hashes: [AppleNonce.hash(raw)], now: clock.now())
+        } catch {
+            throw AccountsError.storage(error)
+        }
+        switch outcome {
+        case .consumed: return
+        case .alreadyConsumed: throw AccountsError(.nonceReused, "the nonce was used before")
+        case .unknownOrExpired: throw AccountsError(.nonceMismatch, "the nonce was not issued by Orchard or has expired")
+        }
+    }
+
+    private func storeSignIn(claims: AppleIdentityClaims, tokens: AppleTokenResponse, request: SignInRequest) async throws -> SignInResult {
+        let now = clock.now()
+        let existing = try await store.account(subjectHashes: vault.subjectHashCandidates(claims.sub))
+        let isNew = existing == nil
+        let id = existing?.id ?? "acct_" + Data(random.bytes(16)).map { String(format: "%02x", $0) }.joined()
+        func seal(_ value: String, _ field: String) throws -> String {
+            try vault.seal(value, context: Self.context(id, field))
+        }
+
+        var record =
+            try existing
+            ?? AccountRecord(
+                id: id,
+                subjectHash: vault.subjectHash(claims.sub),
+                sealedSubject: try seal(claims.sub.value, "subject"),
+                sealedEmail: nil,
+                isPrivateEmail: false,
+                emailForwarding: .enabled,
+                sealedName: nil,
+                clientID: claims.aud,
+                sealedRefreshToken: nil,
+                sealedAccessToken: nil,
+                sealedIdentityToken: nil,
+                appleCredential: .unknown,
+                lastValidatedAt: nil,
+                nextValidationAt: nil,
+                createdAt: now,
+                updatedAt: now
+            )
+        if isNew, let user = request.user, user.firstName != nil || user.lastName != nil {
+            let name = AccountView.Name(firstName: user.firstName, lastName: user.lastName)
+            record.sealedName = try seal(String(decoding: try JSONEncoder().encode(name), as: UTF8.self), "name")
+        }
+        // The signed token's email wins over what the app sent; the app's is used only on the first authorization.
+        if let email = claims.email {
+            record.sealedEmail = try seal(email.value, "email")
+            record.isPrivateEmail = claims.isPrivateEmail ?? false
+        } else if isNew, let email = request.user?.email {
+            record.sealedEmail = try seal(email.value, "email")
+        }
+        record.clientID = claims.aud
+        if let refresh = tokens.refreshToken {
+            record.sealedRefreshToken = try seal(refresh.value, "refresh_token")
+            record.appleCredential = .valid
+        } else if record.sealedRefreshToken == nil || record.appleCredential != .valid {
+            record.appleCredential = .unknown
+        }
+        if let access = tokens.accessToken { record.sealedAccessToken = try seal(access.value, "access_token") }
+        record.sealedIdentityToken = try seal((tokens.idToken ?? request.identityToken).value, "identity_token")
+        record.lastValidatedAt = now
+        record.nextValidationAt = now.addingTimeInterval(configuration.refreshValidationInterval.seconds)
+        record.updatedAt = now
+
+        let token = randomToken()
+        let session = SessionRecord(
+            tokenHash: Self.sha256Hex(token),
+            accountID: id,
+            createdAt: now,
+            expiresAt: now.addingTimeInterval(configuration.sessionTTL.seconds)
+        )
+        try await store.recordSignIn(account: record, isNew: isNew, session: session)
+        return SignInResult(
+            sessionToken: Redacted(token),
+            sessionExpiresAt: session.expiresAt,
+            account: try view(of: record),
+            isNewAccount: isNew
+        )
+    }
+
+    /// Maps a failure from Apple's side to the contract's code.
+    static func mapApple(_ error: any Error) -> AccountsError {
+        if let error = error as? AppleIDError { return AccountsError(error) }
+        if let error = error as? AccountsError { return error }
+        return AccountsError(.appleUnavailable, "Apple could not be reached (\(type(of: error)))")
+    }
+}

@@ -1,0 +1,37 @@
+public import Foundation
+
+/// The outcome of trying to consume an issued nonce.
+public enum NonceConsumption: Sendable, Equatable {
+    /// It was issued, unexpired and unused; it is now used.
+    case consumed
+    /// It was used before.
+    case alreadyConsumed
+    /// It was never issued, or its lifetime is over.
+    case unknownOrExpired
+}
+
+/// Where accounts, sessions and nonces live; implemented by the Storage module over SQL.
+///
+/// Each method is atomic on its own. Implementations throw ``StoreError`` for faults the domain must tell apart.
+public protocol AccountStore: Sendable {
+    /// Stores an issued nonce by its hash.
+    func insertNonce(hash: String, expiresAt: Date) async throws
+    /// Marks the first of `hashes` that was issued as used, if it is unexpired and unused at `now`.
+    func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption
+    /// The account whose subject hash is one of `subjectHashes`.
+    func account(subjectHashes: [String]) async throws -> AccountRecord?
+    /// The account with this id.
+    func account(id: String) async throws -> AccountRecord?
+    /// Accounts ordered by id, after `afterID` when given.
+    func accounts(limit: Int, afterID: String?) async throws -> [AccountRecord]
+    /// Creates (`isNew`) or updates the account and adds the session, in one transaction.
+    ///
+    /// - Throws: ``StoreError/conflict`` when `isNew` and another account with the same subject hash appeared meanwhile.
+    func recordSignIn(account: AccountRecord, isNew: Bool, session: SessionRecord) async throws
+    /// The session with this token hash.
+    func session(tokenHash: String) async throws -> SessionRecord?
+    /// Ends a live session; `false` when there was no live session with that hash.
+    func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
+    /// Whether the database answers.
+    func isReachable() async -> Bool
+}

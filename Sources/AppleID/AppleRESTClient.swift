@@ -1,0 +1,142 @@
+public import AsyncHTTPClient
+public import Foundation
+public import Logging
+
+/// Calls Apple's REST endpoints: `/auth/token` (code exchange, refresh-token validation) and `/auth/revoke`.
+///
+/// Every call is a form-urlencoded `POST` authenticated by a client secret from ``ClientSecretSigner``, has a deadline,
+/// is logged with dotted metadata (`apple.endpoint`, `apple.status`, `apple.error`, never a token or secret) and is timed
+/// in `orchard_apple_request_duration_seconds` (dimensions `endpoint` and `outcome`). Failures map as
+/// ``failure(status:body:)`` describes; transport failures are `apple_unavailable`.
+public struct AppleRESTClient: Sendable {
+    /// Where Apple's endpoints are reached (`https://appleid.apple.com`, or an emulator).
+    public let baseURL: URL
+    /// The deadline of each call, unless a call gives its own.
+    public let timeout: Duration
+    private let httpClient: HTTPClient
+    private let secrets: ClientSecretSigner
+    private let logger: Logger
+
+    /// Creates a client over the shared HTTP client.
+    /// - Parameters:
+    ///   - baseURL: Where Apple's endpoints are reached; `/auth/token` and `/auth/revoke` are appended.
+    ///   - httpClient: The application's shared client.
+    ///   - secrets: The signer of client secrets.
+    ///   - timeout: The deadline of each call.
+    ///   - logger: Where calls are logged.
+    public init(baseURL: URL, httpClient: HTTPClient, secrets: ClientSecretSigner, timeout: Duration = .seconds(10), logger: Logger) {
+        self.baseURL = baseURL
+        self.httpClient = httpClient
+        self.secrets = secrets
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    /// Exchanges an authorization code for Apple's tokens (`grant_type=authorization_code`).
+    /// - Parameters:
+    ///   - code: The authorization code (single use, valid five minutes).
+    ///   - clientID: The client id the code was issued to.
+    ///   - redirectURI: The redirect URI sent to `/auth/authorize` (web flow only); `nil` for native apps.
+    /// - Throws: `authorization_code_rejected` for `invalid_grant`; `apple_client_rejected` for Apple's other refusals;
+    ///   `apple_unavailable` when Apple cannot be reached or answers 5xx, 429 or an unreadable body.
+    public func exchangeCode(_ code: Redacted<String>, clientID: String, redirectURI: String?) async throws(AppleIDError) -> AppleTokenResponse {
+        var fields = [("grant_type", "authorization_code"), ("code", code.value)]
+        if let redirectURI { fields.append(("redirect_uri", redirectURI)) }
+        return try await post(.token, path: "auth/token", clientID: clientID, fields: fields, timeout: timeout) { body throws(AppleIDError) in
+            try Self.decodeTokenResponse(body)
+        }
+    }
+
+    /// Validates a refresh token (`grant_type=refresh_token`); Apple answers with a new access token and no refresh token.
+    /// - Throws: as ``exchangeCode(_:clientID:redirectURI:)``; `authorization_code_rejected` means the user's
+    ///   authorization is gone.
+    public func validateRefreshToken(_ token: Redacted<String>, clientID: String) async throws(AppleIDError) -> AppleTokenResponse {
+        let fields = [("grant_type", "refresh_token"), ("refresh_token", token.value)]
+        return try await post(.token, path: "auth/token", clientID: clientID, fields: fields, timeout: timeout) { body throws(AppleIDError) in
+            try Self.decodeTokenResponse(body)
+        }
+    }
+
+    /// Revokes a refresh or access token, ending the user's authorization of the app.
+    ///
+    /// Apple answers 200 also for a token that was already invalid, so success proves only that Apple took the request.
+    /// - Parameters:
+    ///   - token: The token to revoke.
+    ///   - hint: Which kind of token it is.
+    ///   - clientID: The client id the token was issued to.
+    ///   - deadline: How long to wait for Apple, instead of the client's timeout.
+    /// - Throws: as ``exchangeCode(_:clientID:redirectURI:)``.
+    public func revoke(_ token: Redacted<String>, hint: TokenTypeHint, clientID: String, deadline: Duration? = nil) async throws(AppleIDError) {
+        let fields = [("token", token.value), ("token_type_hint", hint.rawValue)]
+        try await post(.revoke, path: "auth/revoke", clientID: clientID, fields: fields, timeout: deadline ?? timeout) { _ throws(AppleIDError) in }
+    }
+
+    /// The error for an answer from Apple other than 2xx.
+    ///
+    /// 400 (or another 4xx) with `{"error": …}`: `invalid_grant` is `authorization_code_rejected`; `invalid_client`,
+    /// `unauthorized_client`, `invalid_request`, `unsupported_grant_type`, `invalid_scope` and undocumented codes are
+    /// `apple_client_rejected`; both carry ``AppleIDError/appleErrorCode``. 429, 5xx and bodies that are not Apple's
+    /// error JSON are `apple_unavailable` (transient).
+    public static func failure(status: Int, body: Data) -> AppleIDError {
+        if status == 429 { return .appleUnavailable("Apple is throttling requests (HTTP 429)") }
+        if status >= 500 { return .appleUnavailable("Apple answered HTTP \(status)") }
+        guard (400..<500).contains(status), let response = try? JSONDecoder().decode(AppleErrorResponse.self, from: body) else {
+            return .appleUnavailable("Apple answered HTTP \(status) without its error JSON")
+        }
+        let description = response.errorDescription.map { ": " + AppleTokenVerifier.printable($0) } ?? ""
+        let reason = "Apple refused the request with \(response.error.rawValue) (HTTP \(status))\(description)"
+        if response.error == .invalidGrant { return .authorizationCodeRejected(reason) }
+        return .appleClientRejected(response.error, reason: reason)
+    }
+
+    private static func decodeTokenResponse(_ body: Data) throws(AppleIDError) -> AppleTokenResponse {
+        do {
+            return try JSONDecoder().decode(AppleTokenResponse.self, from: body)
+        } catch {
+            throw .appleUnavailable("Apple's token answer is not the JSON Apple documents")
+        }
+    }
+
+    /// Posts a form with the client credentials added, and turns the answer into `Value` or an error.
+    private func post<Value>(
+        _ endpoint: AppleRequestMetrics.Endpoint,
+        path: String,
+        clientID: String,
+        fields: [(String, String)],
+        timeout: Duration,
+        parse: (Data) throws(AppleIDError) -> Value
+    ) async throws(AppleIDError) -> Value {
+        var logger = self.logger
+        logger[metadataKey: "apple.endpoint"] = "\(endpoint.rawValue)"
+        logger[metadataKey: "apple.client_id"] = "\(clientID)"
+        let secret = try await secrets.secret(for: clientID)
+        let form = [("client_id", clientID), ("client_secret", secret.value)] + fields
+        let request = AppleHTTPExchange.formPost(to: baseURL.appending(path: path), fields: form)
+
+        let started = ContinuousClock.now
+        do throws(AppleIDError) {
+            let exchange = try await AppleHTTPExchange.perform(request, httpClient: httpClient, timeout: timeout, logger: logger)
+            logger[metadataKey: "apple.status"] = "\(exchange.status)"
+            guard (200..<300).contains(exchange.status) else { throw Self.failure(status: exchange.status, body: exchange.body) }
+            let value = try parse(exchange.body)
+            AppleRequestMetrics.record(endpoint, .ok, duration: ContinuousClock.now - started)
+            logger.debug("Apple accepted the request")
+            return value
+        } catch {
+            AppleRequestMetrics.record(endpoint, AppleRequestMetrics.outcome(for: error), duration: ContinuousClock.now - started)
+            let metadata: Logger.Metadata = ["apple.error": "\(error.appleErrorCode?.rawValue ?? error.code.rawValue)"]
+            switch error.code {
+            case .appleClientRejected:
+                logger.error(
+                    "Apple refused Orchard's client: check APPLE_TEAM_ID, APPLE_KEY_ID, the key and the client id (\(error.reason))",
+                    metadata: metadata
+                )
+            case .appleUnavailable:
+                logger.warning("Apple is unavailable: \(error.reason)", metadata: metadata)
+            default:
+                logger.info("Apple refused the grant: \(error.reason)", metadata: metadata)
+            }
+            throw error
+        }
+    }
+}

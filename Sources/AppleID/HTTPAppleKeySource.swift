@@ -1,0 +1,58 @@
+public import AsyncHTTPClient
+public import Foundation
+public import JWTKit
+public import Logging
+
+/// Fetches Apple's public keys from `GET {baseURL}/auth/keys`.
+public struct HTTPAppleKeySource: AppleKeySource {
+    /// Where Apple's endpoints are reached (`https://appleid.apple.com`, or an emulator).
+    public let baseURL: URL
+    private let httpClient: HTTPClient
+    private let timeout: Duration
+    private let logger: Logger
+
+    /// Creates a source over the shared HTTP client.
+    /// - Parameters:
+    ///   - baseURL: Where Apple's endpoints are reached; `/auth/keys` is appended.
+    ///   - httpClient: The application's shared client.
+    ///   - timeout: The deadline of each fetch.
+    ///   - logger: Where fetches are logged (metadata `apple.endpoint`, `apple.status`).
+    public init(baseURL: URL, httpClient: HTTPClient, timeout: Duration = .seconds(10), logger: Logger) {
+        self.baseURL = baseURL
+        self.httpClient = httpClient
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    /// Fetches and decodes the key set.
+    /// - Throws: ``AppleIDError`` with code `apple_unavailable` when Apple cannot be reached, answers other than 200, or
+    ///   answers something that is not a JWKS document.
+    public func fetchKeys() async throws -> JWKS {
+        let started = ContinuousClock.now
+        var logger = self.logger
+        logger[metadataKey: "apple.endpoint"] = "keys"
+        do {
+            let url = baseURL.appending(path: "auth/keys")
+            let exchange = try await AppleHTTPExchange.perform(
+                AppleHTTPExchange.get(url), httpClient: httpClient, timeout: timeout, logger: logger
+            )
+            logger[metadataKey: "apple.status"] = "\(exchange.status)"
+            guard exchange.status == 200 else {
+                throw AppleIDError.appleUnavailable("Apple's key endpoint answered HTTP \(exchange.status)")
+            }
+            let jwks: JWKS
+            do {
+                jwks = try JSONDecoder().decode(JWKS.self, from: exchange.body)
+            } catch {
+                throw AppleIDError.appleUnavailable("Apple's key endpoint answered something that is not a JWKS document")
+            }
+            AppleRequestMetrics.record(.keys, .ok, duration: ContinuousClock.now - started)
+            logger.debug("Fetched Apple's keys", metadata: ["apple.key_count": "\(jwks.keys.count)"])
+            return jwks
+        } catch let error as AppleIDError {
+            AppleRequestMetrics.record(.keys, .unavailable, duration: ContinuousClock.now - started)
+            logger.warning("Could not fetch Apple's keys", metadata: ["apple.error": "\(error)"])
+            throw error
+        }
+    }
+}

@@ -1,0 +1,81 @@
+public import AppleID
+import Crypto
+import Foundation
+
+/// How an ``AppleEmulator`` behaves: which client it accepts, and how long what it issues lives.
+public struct AppleEmulatorConfiguration: Sendable {
+    /// The developer team id that client secrets must carry as `iss`.
+    public var teamID: String
+    /// The id of the client's Sign in with Apple key, which client secrets must carry as header `kid`.
+    public var keyID: String
+    /// The App IDs and Services IDs the emulator knows; a client secret's `sub` must be one of them.
+    public var clientIDs: [String]
+    /// The client's P-256 key as PEM: its public key (`PUBLIC KEY`), or the private key itself (a `.p8`, PKCS#8
+    /// `PRIVATE KEY`, or SEC 1 `EC PRIVATE KEY`), from which the public key is derived.
+    public var clientPublicKeyPEM: String
+    /// How long Apple's endpoints (`/auth/keys`, `/auth/token`, `/auth/revoke`) wait before answering.
+    public var latency: Duration
+    /// Where notifications are posted, e.g. Orchard's `/v1/apple/notifications`; changeable later with
+    /// ``AppleEmulator/setNotifyURL(_:)``.
+    public var notifyURL: String?
+    /// The emulator's notion of now, for `iat`/`exp`, code lifetimes and client-secret expiry.
+    public var clock: any WallClock
+    /// `exp - iat` of identity tokens: 24 hours, as Apple has issued them since 2021.
+    public var identityTokenLifetime: Duration
+    /// How long an authorization code can be exchanged: 5 minutes, as at Apple.
+    public var codeLifetime: Duration
+    /// How long a request hit by an injected ``EmulatorFailure/timeout`` is held before the emulator gives up and
+    /// answers 504 (it also lets go when the server shuts down).
+    public var timeoutHold: Duration
+
+    /// Creates a configuration.
+    public init(
+        teamID: String,
+        keyID: String,
+        clientIDs: [String],
+        clientPublicKeyPEM: String,
+        latency: Duration = .zero,
+        notifyURL: String? = nil,
+        clock: any WallClock = SystemWallClock(),
+        identityTokenLifetime: Duration = .seconds(86_400),
+        codeLifetime: Duration = .seconds(300),
+        timeoutHold: Duration = .seconds(30)
+    ) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.clientIDs = clientIDs
+        self.clientPublicKeyPEM = clientPublicKeyPEM
+        self.latency = latency
+        self.notifyURL = notifyURL
+        self.clock = clock
+        self.identityTokenLifetime = identityTokenLifetime
+        self.codeLifetime = codeLifetime
+        self.timeoutHold = timeoutHold
+    }
+
+    /// Makes a fresh P-256 client key: the private key as PKCS#8 PEM (what Apple's `.p8` download holds) and its
+    /// public key as PEM.
+    public static func makeClientKey() -> (privateKeyPEM: String, publicKeyPEM: String) {
+        let key = P256.Signing.PrivateKey()
+        return (key.pemRepresentation, key.publicKey.pemRepresentation)
+    }
+
+    /// The client's public key, parsed from ``clientPublicKeyPEM``.
+    ///
+    /// - Throws: ``AppleEmulatorError/Kind/invalidConfiguration`` when the PEM is neither a P-256 public key nor a
+    ///   P-256 private key.
+    func clientPublicKey() throws -> P256.Signing.PublicKey {
+        let pem = clientPublicKeyPEM.trimmingCharacters(in: .whitespacesAndNewlines)
+        do {
+            if pem.contains("PRIVATE KEY-----") {
+                return try P256.Signing.PrivateKey(pemRepresentation: pem).publicKey
+            }
+            return try P256.Signing.PublicKey(pemRepresentation: pem)
+        } catch {
+            throw AppleEmulatorError.invalidConfiguration(
+                "the client key is not a P-256 public or private key in PEM",
+                underlying: error
+            )
+        }
+    }
+}

@@ -1,0 +1,46 @@
+import Hummingbird
+import HTTPTypes
+import NIOCore
+
+/// The form fields Apple's `/auth/token` and `/auth/revoke` read (`application/x-www-form-urlencoded`).
+struct AppleForm: Decodable, Sendable {
+    var clientID: String?
+    var clientSecret: String?
+    var grantType: String?
+    var code: String?
+    var redirectURI: String?
+    var refreshToken: String?
+    var token: String?
+    var tokenTypeHint: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case code, token
+        case clientID = "client_id"
+        case clientSecret = "client_secret"
+        case grantType = "grant_type"
+        case redirectURI = "redirect_uri"
+        case refreshToken = "refresh_token"
+        case tokenTypeHint = "token_type_hint"
+    }
+
+    /// The largest form the emulator reads.
+    static let maximumSize = 64 * 1024
+
+    /// Reads the form from a request: `nil` when the body is too large or not a form encoding; an empty form when the
+    /// content type is not `application/x-www-form-urlencoded` (Apple then sees no parameters).
+    static func read(from request: Request) async -> AppleForm? {
+        var request = request
+        guard let buffer = try? await request.collectBody(upTo: maximumSize) else { return nil }
+        let contentType = request.headers[.contentType]?.lowercased() ?? ""
+        guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
+            return AppleForm()
+        }
+        return try? URLEncodedFormDecoder().decode(AppleForm.self, from: String(buffer: buffer))
+    }
+
+    /// The value if present and not empty.
+    static func present(_ value: String?) -> String? {
+        guard let value, !value.isEmpty else { return nil }
+        return value
+    }
+}

@@ -1,0 +1,102 @@
+public import Accounts
+import AppleID
+import Foundation
+public import Hummingbird
+import Logging
+import Metrics
+public import NIOCore
+import Storage
+
+/// The running parts of an Orchard built by ``buildApplication(_:onServerRunning:)``.
+public struct OrchardApplication: Sendable {
+    /// The HTTP application (a `Service`; run it in a `ServiceGroup` or with `runService()`).
+    public var application: Application<RouterResponder<OrchardRequestContext>>
+    /// The lifecycle, for the CLI's operator commands and tests.
+    public var accounts: Accounts
+}
+
+/// The one composition root: migrates the database, wires Apple's side, the lifecycle and the HTTP routes.
+///
+/// - Parameters:
+///   - dependencies: the real parts (or a test's).
+///   - onServerRunning: called with the listening channel (tests and the demo read the bound port from it).
+/// - Throws: ``ConfigurationError`` for a setting that cannot be used, or a storage error when migration fails.
+public func buildApplication(
+    _ dependencies: OrchardDependencies,
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+) async throws -> OrchardApplication {
+    let configuration = dependencies.configuration
+    let logger = dependencies.logger
+    try await Migrator(database: dependencies.database, logger: logger).migrate(random: dependencies.random)
+
+    if !configuration.isAppleProduction {
+        logger.warning(
+            "APPLE_BASE_URL is not Apple's: Orchard talks to a stand-in",
+            metadata: ["apple.base_url": "\(configuration.appleBaseURL.absoluteString)"]
+        )
+        Gauge(label: "orchard_apple_base_url_overridden").record(1)
+    } else {
+        Gauge(label: "orchard_apple_base_url_overridden").record(0)
+    }
+    try OrchardConfiguration.checkTransport(configuration.appleBaseURL)
+
+    let keySet = AppleKeySet(
+        source: HTTPAppleKeySource(
+            baseURL: configuration.appleBaseURL,
+            httpClient: dependencies.httpClient,
+            timeout: .seconds(10),
+            logger: logger
+        ),
+        clock: dependencies.clock,
+        logger: logger
+    )
+    let verifier = AppleTokenVerifier(
+        keys: keySet,
+        clientIDs: configuration.appleClientIDs,
+        clock: dependencies.clock,
+        leeway: configuration.clockLeeway
+    )
+    let secrets: ClientSecretSigner
+    do {
+        secrets = try ClientSecretSigner(
+            teamID: configuration.appleTeamID,
+            keyID: configuration.appleKeyID,
+            privateKeyPEM: configuration.applePrivateKeyPEM,
+            clock: dependencies.clock
+        )
+    } catch {
+        throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "is not a usable P-256 private key (.p8)")
+    }
+    let client = AppleRESTClient(
+        baseURL: configuration.appleBaseURL,
+        httpClient: dependencies.httpClient,
+        secrets: secrets,
+        logger: logger
+    )
+    let accounts = Accounts(
+        store: SQLAccountStore(database: dependencies.database),
+        vault: TokenVault(keys: configuration.vaultKeys),
+        apple: LiveAppleGateway(verifier: verifier, client: client),
+        clock: dependencies.clock,
+        random: dependencies.random,
+        configuration: configuration.accounts,
+        logger: logger
+    )
+
+    let router = Router(context: OrchardRequestContext.self)
+    var routes = RouteTable()
+    let group = router.group()
+    AuthController(accounts: accounts).addRoutes(to: group, table: &routes)
+    SessionController(accounts: accounts).addRoutes(to: group, table: &routes)
+    OperationsController(accounts: accounts, registry: dependencies.registry).addRoutes(to: group, table: &routes)
+    router.middlewares.add(ProblemMiddleware(routes: routes))
+    router.middlewares.add(MetricsMiddleware())
+
+    let application = Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orchard"),
+        onServerRunning: onServerRunning,
+        logger: logger
+    )
+    return OrchardApplication(application: application, accounts: accounts)
+}

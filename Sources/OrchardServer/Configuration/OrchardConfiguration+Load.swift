@@ -1,0 +1,193 @@
+import Accounts
+public import Configuration
+public import Foundation
+import Logging
+import Storage
+import SystemPackage
+
+extension OrchardConfiguration {
+    /// The configuration reader: environment variables first, then the file `ORCHARD_CONFIG_FILE` names (JSON, or YAML
+    /// by its `.yaml`/`.yml` extension), whose keys are the same names.
+    public static func makeReader(environment: [String: String] = ProcessInfo.processInfo.environment) async throws(ConfigurationError)
+        -> ConfigReader
+    {
+        let secrets = SecretsSpecifier<String, String>.specific(["ORCHARD_VAULT_KEYS", "ORCHARD_WEBHOOK_SECRET", "ORCHARD_DATABASE_URL"])
+        var providers: [any ConfigProvider] = [
+            EnvironmentVariablesProvider(environmentVariables: environment, secretsSpecifier: secrets)
+        ]
+        if let file = environment["ORCHARD_CONFIG_FILE"], !file.isEmpty {
+            guard FileManager.default.fileExists(atPath: file) else {
+                throw ConfigurationError(setting: "ORCHARD_CONFIG_FILE", problem: "no file at \(file)")
+            }
+            do {
+                if file.hasSuffix(".yaml") || file.hasSuffix(".yml") {
+                    providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(file)))
+                } else {
+                    providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(file)))
+                }
+            } catch {
+                throw ConfigurationError(setting: "ORCHARD_CONFIG_FILE", problem: "cannot read \(file) as JSON or YAML: \(error)")
+            }
+        }
+        return ConfigReader(providers: providers)
+    }
+
+    /// Reads and validates every setting; the groups in `needs` must be present.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the first setting that is wrong.
+    public static func load(from reader: ConfigReader, needs: Needs) throws(ConfigurationError) -> OrchardConfiguration {
+        var config = OrchardConfiguration()
+        let settings = Settings(reader: reader)
+
+        config.host = settings.text("ORCHARD_HOST") ?? config.host
+        if let port = settings.text("ORCHARD_PORT") {
+            guard let value = Int(port), (0...65_535).contains(value) else {
+                throw ConfigurationError(setting: "ORCHARD_PORT", problem: "must be a port number (0-65535)")
+            }
+            config.port = value
+        }
+        if let url = settings.text("ORCHARD_DATABASE_URL", secret: true) {
+            do {
+                config.database = try DatabaseURL(parsing: url)
+            } catch {
+                throw ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: error.reason)
+            }
+        }
+        config.databasePoolSize = try settings.integer("ORCHARD_DATABASE_POOL_SIZE", in: 1...1000) ?? config.databasePoolSize
+        config.databaseCAFile = settings.text("ORCHARD_DATABASE_CA_FILE")
+        config.logLevel = try settings.logLevel() ?? config.logLevel
+        config.sessionTTL = try settings.seconds("ORCHARD_SESSION_TTL", in: 60...31_536_000) ?? config.sessionTTL
+        config.clockLeeway = try settings.seconds("ORCHARD_CLOCK_LEEWAY", in: 0...3600) ?? config.clockLeeway
+        config.refreshValidationInterval =
+            try settings.seconds("ORCHARD_REFRESH_VALIDATION_INTERVAL", in: 1...31_536_000) ?? config.refreshValidationInterval
+
+        if let base = settings.text("APPLE_BASE_URL") {
+            config.appleBaseURL = try settings.url("APPLE_BASE_URL", base)
+            try Self.checkTransport(config.appleBaseURL)
+        }
+        if !config.isAppleProduction, config.refreshValidationInterval < .seconds(86_400) {
+            // allowed: only against an emulator or a stand-in
+        } else if config.refreshValidationInterval < .seconds(86_400) {
+            throw ConfigurationError(
+                setting: "ORCHARD_REFRESH_VALIDATION_INTERVAL",
+                problem: "must be at least 86400 against Apple's own endpoints (Apple throttles faster callers)"
+            )
+        }
+
+        config.appleTeamID = settings.text("APPLE_TEAM_ID") ?? ""
+        config.appleKeyID = settings.text("APPLE_KEY_ID") ?? ""
+        config.appleClientIDs = (settings.text("APPLE_CLIENT_IDS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        if needs.contains(.apple) {
+            guard !config.appleTeamID.isEmpty else { throw ConfigurationError(setting: "APPLE_TEAM_ID", problem: "is required") }
+            guard config.appleTeamID.count == 10, config.appleTeamID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                throw ConfigurationError(setting: "APPLE_TEAM_ID", problem: "must be the 10-character team id")
+            }
+            guard !config.appleKeyID.isEmpty else { throw ConfigurationError(setting: "APPLE_KEY_ID", problem: "is required") }
+            guard let keyFile = settings.text("APPLE_PRIVATE_KEY_FILE") else {
+                throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "is required")
+            }
+            guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+                throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "cannot read \(keyFile)")
+            }
+            guard pem.contains("-----BEGIN PRIVATE KEY-----") else {
+                throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "\(keyFile) is not a PKCS#8 PEM (.p8) key")
+            }
+            config.applePrivateKeyPEM = pem
+            guard !config.appleClientIDs.isEmpty else {
+                throw ConfigurationError(setting: "APPLE_CLIENT_IDS", problem: "is required (comma-separated App IDs / Services IDs)")
+            }
+        }
+        if needs.contains(.vault) {
+            guard let keys = settings.text("ORCHARD_VAULT_KEYS", secret: true) else {
+                throw ConfigurationError(setting: "ORCHARD_VAULT_KEYS", problem: "is required (ID:BASE64_OF_32_BYTES, comma-separated)")
+            }
+            do {
+                config.vaultKeys = try VaultKey.parseList(keys)
+            } catch {
+                throw ConfigurationError(setting: "ORCHARD_VAULT_KEYS", problem: error.reason)
+            }
+        }
+
+        if let redirect = settings.text("APPLE_REDIRECT_URI") {
+            config.appleRedirectURI = try settings.url("APPLE_REDIRECT_URI", redirect)
+        }
+        if let publicURL = settings.text("ORCHARD_PUBLIC_URL") {
+            config.publicURL = try settings.url("ORCHARD_PUBLIC_URL", publicURL)
+        }
+        config.appleWebClientID = settings.text("APPLE_WEB_CLIENT_ID")
+        config.webhookURLs = try (settings.text("ORCHARD_WEBHOOK_URLS") ?? "").split(separator: ",")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .map { text throws(ConfigurationError) in try settings.url("ORCHARD_WEBHOOK_URLS", text) }
+        config.webhookSecret = settings.text("ORCHARD_WEBHOOK_SECRET", secret: true)
+        if !config.webhookURLs.isEmpty, config.webhookSecret == nil {
+            throw ConfigurationError(setting: "ORCHARD_WEBHOOK_SECRET", problem: "is required when ORCHARD_WEBHOOK_URLS is set")
+        }
+        if let policy = settings.text("ORCHARD_CONSENT_REVOKED_POLICY") {
+            guard let value = ConsentRevokedPolicy(rawValue: policy) else {
+                throw ConfigurationError(setting: "ORCHARD_CONSENT_REVOKED_POLICY", problem: "must be sign-out or delete")
+            }
+            config.consentRevokedPolicy = value
+        }
+        return config
+    }
+
+    /// Refuses plain `http` to anything but a loopback address: tokens and client secrets travel there.
+    static func checkTransport(_ url: URL) throws(ConfigurationError) {
+        guard url.scheme == "http" else { return }
+        let host = (url.host ?? "").lowercased()
+        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        guard loopback else {
+            throw ConfigurationError(setting: "APPLE_BASE_URL", problem: "plain http is allowed only to a loopback address; use https")
+        }
+    }
+}
+
+/// Typed reads of the contract's settings, each failure naming its setting.
+private struct Settings {
+    let reader: ConfigReader
+
+    func text(_ key: String, secret: Bool = false) -> String? {
+        let configKey = ConfigKey([key])
+        let value =
+            reader.string(forKey: configKey, isSecret: secret)
+            ?? reader.int(forKey: configKey, isSecret: secret).map(String.init)
+            ?? reader.double(forKey: configKey, isSecret: secret).map { String($0) }
+            ?? reader.bool(forKey: configKey, isSecret: secret).map { String($0) }
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    func integer(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
+        guard let text = text(key) else { return nil }
+        guard let value = Int(text) ?? Double(text).flatMap({ $0.rounded() == $0 ? Int($0) : nil }), range.contains(value) else {
+            throw ConfigurationError(setting: key, problem: "must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return value
+    }
+
+    func seconds(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Duration? {
+        try integer(key, in: range).map { .seconds($0) }
+    }
+
+    func url(_ key: String, _ text: String) throws(ConfigurationError) -> URL {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            url.host?.isEmpty == false
+        else {
+            throw ConfigurationError(setting: key, problem: "must be an absolute http(s) URL")
+        }
+        return url
+    }
+
+    func logLevel() throws(ConfigurationError) -> Logger.Level? {
+        guard let text = text("ORCHARD_LOG_LEVEL") else { return nil }
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw ConfigurationError(
+                setting: "ORCHARD_LOG_LEVEL",
+                problem: "must be one of \(Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))"
+            )
+        }
+        return level
+    }
+}

@@ -1,0 +1,97 @@
+public import Accounts
+public import Foundation
+public import Logging
+public import Storage
+
+/// Every setting of the contract's "Configuration" table, validated.
+public struct OrchardConfiguration: Sendable {
+    /// Which groups of settings a command needs; the others may be absent.
+    public struct Needs: OptionSet, Sendable {
+        /// The raw bits.
+        public let rawValue: Int
+        /// Creates a set.
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// `APPLE_TEAM_ID`, `APPLE_KEY_ID`, `APPLE_PRIVATE_KEY_FILE`, `APPLE_CLIENT_IDS`.
+        public static let apple = Needs(rawValue: 1 << 0)
+        /// `ORCHARD_VAULT_KEYS`.
+        public static let vault = Needs(rawValue: 1 << 1)
+        /// What `serve` and `accounts delete` need.
+        public static let all: Needs = [.apple, .vault]
+    }
+
+    /// What `ORCHARD_CONSENT_REVOKED_POLICY` allows.
+    public enum ConsentRevokedPolicy: String, Sendable {
+        /// End sessions, mark the credential revoked, keep the data.
+        case signOut = "sign-out"
+        /// Delete the account.
+        case delete
+    }
+
+    /// Apple's own REST base URL.
+    public static let appleProductionBaseURL = URL(string: "https://appleid.apple.com")!
+
+    /// Where the HTTP server listens.
+    public var host = "127.0.0.1"
+    /// Where the HTTP server listens.
+    public var port = 8080
+    /// The database.
+    public var database: DatabaseURL = .sqlite(path: "orchard.sqlite")
+    /// Connections per replica (PostgreSQL).
+    public var databasePoolSize = 10
+    /// CA certificates for TLS to PostgreSQL.
+    public var databaseCAFile: String?
+    /// The vault keys; empty when the command does not need them.
+    public var vaultKeys: [VaultKey] = []
+    /// The developer team.
+    public var appleTeamID = ""
+    /// The Sign in with Apple key's id.
+    public var appleKeyID = ""
+    /// The `.p8` contents (PKCS#8 PEM).
+    public var applePrivateKeyPEM = ""
+    /// The App IDs / Services IDs an identity token's `aud` may be.
+    public var appleClientIDs: [String] = []
+    /// The web flow's redirect URI.
+    public var appleRedirectURI: URL?
+    /// Where users reach this server.
+    public var publicURL: URL?
+    /// The Services ID of the web flow.
+    public var appleWebClientID: String?
+    /// Where Apple's REST endpoints are reached.
+    public var appleBaseURL = OrchardConfiguration.appleProductionBaseURL
+    /// The app backends told about lifecycle events.
+    public var webhookURLs: [URL] = []
+    /// The secret that signs webhooks.
+    public var webhookSecret: String?
+    /// What a `consent-revoked` notification does.
+    public var consentRevokedPolicy = ConsentRevokedPolicy.signOut
+    /// Seconds between validations of one user's refresh token.
+    public var refreshValidationInterval: Duration = .seconds(86_400)
+    /// How long a session lives at most.
+    public var sessionTTL: Duration = .seconds(2_592_000)
+    /// Clock skew allowed on `exp` and `iat`.
+    public var clockLeeway: Duration = .seconds(60)
+    /// The swift-log level.
+    public var logLevel = Logger.Level.info
+
+    /// Creates the defaults.
+    public init() {}
+
+    /// Whether Apple's REST endpoints are Apple's own.
+    public var isAppleProduction: Bool {
+        appleBaseURL.host?.lowercased() == "appleid.apple.com" && appleBaseURL.scheme == "https"
+    }
+
+    /// The web flow's client id: `APPLE_WEB_CLIENT_ID`, else the first client id.
+    public var webClientID: String? { appleWebClientID ?? appleClientIDs.first }
+
+    /// The origin the site is served from (for CSRF checks and cookies).
+    public var siteOrigin: String? {
+        guard let url = publicURL ?? appleRedirectURI, let scheme = url.scheme, let host = url.host else { return nil }
+        return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
+    }
+
+    /// The lifecycle's settings.
+    public var accounts: AccountsConfiguration {
+        AccountsConfiguration(sessionTTL: sessionTTL, refreshValidationInterval: refreshValidationInterval)
+    }
+}

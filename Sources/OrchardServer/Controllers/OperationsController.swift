@@ -1,0 +1,59 @@
+public import Accounts
+import Foundation
+import HTTPTypes
+public import Hummingbird
+import NIOCore
+public import Prometheus
+
+/// `/health/live`, `/health/ready`, `/metrics` and `/openapi.yaml`.
+public struct OperationsController<Context: RequestContext>: Sendable {
+    let accounts: Accounts
+    let registry: PrometheusCollectorRegistry
+
+    /// Creates the controller.
+    public init(accounts: Accounts, registry: PrometheusCollectorRegistry) {
+        self.accounts = accounts
+        self.registry = registry
+    }
+
+    /// Adds the routes.
+    public func addRoutes(to group: RouterGroup<Context>, table: inout RouteTable) {
+        group.get("health/live", use: live)
+        group.get("health/ready", use: ready)
+        group.get("metrics", use: metrics)
+        group.get("openapi.yaml", use: openAPI)
+        for path in ["/health/live", "/health/ready", "/metrics", "/openapi.yaml"] { table.add(.get, path) }
+    }
+
+    @Sendable func live(_ request: Request, context: Context) async throws -> Response {
+        Self.json(.ok, #"{"status":"live"}"#)
+    }
+
+    @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
+        guard await accounts.isStorageReachable() else {
+            throw AccountsError(.storageUnavailable, "the database does not answer")
+        }
+        return Self.json(.ok, #"{"status":"ready"}"#)
+    }
+
+    @Sendable func metrics(_ request: Request, context: Context) async throws -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
+    }
+
+    @Sendable func openAPI(_ request: Request, context: Context) async throws -> Response {
+        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"), let data = try? Data(contentsOf: url) else {
+            throw OrchardProblem.internalError
+        }
+        var headers = HTTPFields()
+        headers[.contentType] = "application/yaml"
+        return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json"
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+}

@@ -1,0 +1,56 @@
+public import Accounts
+import Foundation
+import HTTPTypes
+public import Hummingbird
+
+/// `GET /v1/session` and `DELETE /v1/session`.
+public struct SessionController<Context: RequestContext>: Sendable {
+    let accounts: Accounts
+
+    /// Creates the controller.
+    public init(accounts: Accounts) {
+        self.accounts = accounts
+    }
+
+    struct SessionResponse: ResponseEncodable {
+        struct Session: Encodable {
+            var createdAt: Date
+            var expiresAt: Date
+            enum CodingKeys: String, CodingKey {
+                case createdAt = "created_at"
+                case expiresAt = "expires_at"
+            }
+        }
+        var session: Session
+        var account: AccountDTO
+    }
+
+    /// Adds the routes.
+    public func addRoutes(to group: RouterGroup<Context>, table: inout RouteTable) {
+        group.get("v1/session", use: show)
+        group.delete("v1/session", use: signOut)
+        table.add(.get, "/v1/session")
+        table.add(.delete, "/v1/session")
+    }
+
+    @Sendable func show(_ request: Request, context: Context) async throws -> SessionResponse {
+        let info = try await accounts.session(token: try Self.token(request))
+        return SessionResponse(
+            session: .init(createdAt: info.createdAt, expiresAt: info.expiresAt),
+            account: AccountDTO(info.account)
+        )
+    }
+
+    @Sendable func signOut(_ request: Request, context: Context) async throws -> Response {
+        try await accounts.signOut(token: try Self.token(request))
+        return Response(status: .noContent)
+    }
+
+    /// The bearer or cookie token, or `session_invalid`.
+    static func token(_ request: Request) throws -> String {
+        guard let (token, _) = request.sessionToken else {
+            throw AccountsError(.sessionInvalid, "no session token (Authorization: Bearer, or the orchard_session cookie)")
+        }
+        return token
+    }
+}

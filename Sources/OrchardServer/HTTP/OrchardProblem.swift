@@ -1,0 +1,130 @@
+public import Accounts
+import Foundation
+public import HTTPTypes
+public import Hummingbird
+
+/// An RFC 9457 problem-details answer with the contract's stable `code`.
+public struct OrchardProblem: Error, HTTPResponseError, Sendable {
+    /// The largest request body Orchard reads.
+    public static let maxBodySize = 64 * 1024
+
+    /// The HTTP status.
+    public var status: HTTPResponse.Status
+    /// The stable machine code.
+    public var code: String
+    /// A short, fixed summary of the code.
+    public var title: String
+    /// What went wrong this time (never a token, an email or a subject).
+    public var detail: String
+    /// Extra members (e.g. `reason` for `session_revoked`).
+    public var extra: [String: String]
+    /// Extra headers (e.g. `Allow`, `Clear-Site-Data`).
+    public var headers: HTTPFields
+
+    /// Creates a problem.
+    public init(
+        _ status: HTTPResponse.Status,
+        code: String,
+        title: String? = nil,
+        detail: String,
+        extra: [String: String] = [:],
+        headers: HTTPFields = [:]
+    ) {
+        self.status = status
+        self.code = code
+        self.title = title ?? status.reasonPhrase
+        self.detail = detail
+        self.extra = extra
+        self.headers = headers
+    }
+
+    /// `400 invalid_request`.
+    public static func invalidRequest(_ detail: String) -> OrchardProblem {
+        OrchardProblem(.badRequest, code: "invalid_request", title: "Invalid request", detail: detail)
+    }
+
+    /// `413 payload_too_large`.
+    public static let payloadTooLarge = OrchardProblem(
+        .contentTooLarge,
+        code: "payload_too_large",
+        title: "Payload too large",
+        detail: "request bodies are limited to 64 KiB"
+    )
+
+    /// `404 not_found`.
+    public static let notFound = OrchardProblem(.notFound, code: "not_found", title: "Not found", detail: "no such endpoint")
+
+    /// `405 method_not_allowed`, listing the allowed methods.
+    public static func methodNotAllowed(allowed: [HTTPRequest.Method]) -> OrchardProblem {
+        var headers = HTTPFields()
+        headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
+        return OrchardProblem(
+            .methodNotAllowed,
+            code: "method_not_allowed",
+            title: "Method not allowed",
+            detail: "this endpoint accepts \(allowed.map(\.rawValue).joined(separator: ", "))",
+            headers: headers
+        )
+    }
+
+    /// `500 internal_error`, for a bug: the detail says nothing of it.
+    public static let internalError = OrchardProblem(
+        .internalServerError,
+        code: "internal_error",
+        title: "Internal error",
+        detail: "an unexpected error occurred; it has been logged"
+    )
+
+    /// The problem for a lifecycle failure.
+    public init(_ error: AccountsError) {
+        let status: HTTPResponse.Status =
+            switch error.code {
+            case .invalidRequest: .badRequest
+            case .appleClientRejected: .badGateway
+            case .appleUnavailable, .storageUnavailable: .serviceUnavailable
+            case .notFound: .notFound
+            default: .unauthorized
+            }
+        var extra: [String: String] = [:]
+        if let reason = error.sessionEndReason { extra["reason"] = reason.rawValue }
+        self.init(status, code: error.code.rawValue, title: Self.title(for: error.code), detail: error.reason, extra: extra)
+    }
+
+    private static func title(for code: AccountsError.Code) -> String {
+        switch code {
+        case .invalidRequest: "Invalid request"
+        case .identityTokenMalformed: "Identity token malformed"
+        case .identityTokenSignature: "Identity token signature invalid"
+        case .identityTokenIssuer: "Identity token issuer invalid"
+        case .identityTokenAudience: "Identity token audience invalid"
+        case .identityTokenExpired: "Identity token expired"
+        case .nonceMissing: "Nonce missing"
+        case .nonceMismatch: "Nonce mismatch"
+        case .nonceReused: "Nonce reused"
+        case .authorizationCodeRejected: "Authorization code rejected"
+        case .subjectMismatch: "Subject mismatch"
+        case .appleClientRejected: "Apple rejected Orchard's client"
+        case .appleUnavailable: "Apple unavailable"
+        case .storageUnavailable: "Storage unavailable"
+        case .sessionInvalid: "Session invalid"
+        case .sessionRevoked: "Session revoked"
+        case .notFound: "Not found"
+        }
+    }
+
+    /// The `application/problem+json` response.
+    public func response(from request: Request, context: some RequestContext) throws -> Response {
+        var body: [String: String] = extra
+        body["type"] = "urn:orchard:error:\(code)"
+        body["title"] = title
+        body["detail"] = detail
+        body["code"] = code
+        var object: [String: Any] = body
+        object["status"] = Int(status.code)
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        var fields = headers
+        fields[.contentType] = "application/problem+json"
+        fields[.cacheControl] = "no-store"
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: data)))
+    }
+}

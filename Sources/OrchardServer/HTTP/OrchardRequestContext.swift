@@ -1,0 +1,24 @@
+public import Foundation
+public import Hummingbird
+
+/// The request context of Orchard's routes: bodies are capped at 64 KiB and dates are RFC 3339 in UTC.
+public struct OrchardRequestContext: RequestContext {
+    /// Hummingbird's per-request storage.
+    public var coreContext: CoreRequestContextStorage
+
+    /// Creates the context for a request.
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+    }
+
+    /// Bodies over 64 KiB are refused (`413 payload_too_large`).
+    public var maxUploadSize: Int { OrchardProblem.maxBodySize }
+
+    /// JSON with RFC 3339 dates.
+    public var responseEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

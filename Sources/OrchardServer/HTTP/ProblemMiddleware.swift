@@ -1,0 +1,50 @@
+import Accounts
+import HTTPTypes
+public import Hummingbird
+import Logging
+
+/// The outermost middleware: every failure becomes problem details; unknown paths `404`, wrong methods `405`, bodies
+/// over 64 KiB `413` before they are read; and a bug becomes a bare `500` whose details go only to the log.
+public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    let routes: RouteTable
+
+    /// Creates the middleware over the table of served routes.
+    public init(routes: RouteTable) {
+        self.routes = routes
+    }
+
+    /// Handles one request.
+    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > OrchardProblem.maxBodySize {
+            return try OrchardProblem.payloadTooLarge.response(from: request, context: context)
+        }
+        do {
+            return try await next(request, context)
+        } catch let problem as OrchardProblem {
+            return try problem.response(from: request, context: context)
+        } catch let error as AccountsError {
+            return try OrchardProblem(error).response(from: request, context: context)
+        } catch let error as any HTTPResponseError {
+            return try problem(for: error, request: request, context: context).response(from: request, context: context)
+        } catch {
+            context.logger.error("unhandled error", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
+            return try OrchardProblem.internalError.response(from: request, context: context)
+        }
+    }
+
+    private func problem(for error: any HTTPResponseError, request: Request, context: Context) -> OrchardProblem {
+        switch error.status {
+        case .notFound where context.endpointPath == nil:
+            if let allowed = routes.allowedMethods(for: request.uri.path) {
+                return .methodNotAllowed(allowed: allowed)
+            }
+            return .notFound
+        case .contentTooLarge:
+            return .payloadTooLarge
+        case .badRequest:
+            return .invalidRequest("the request could not be read")
+        default:
+            return OrchardProblem(error.status, code: "http_\(error.status.code)", detail: error.status.reasonPhrase)
+        }
+    }
+}

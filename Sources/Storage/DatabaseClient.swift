@@ -1,0 +1,24 @@
+public import SQLKit
+
+/// A database Orchard's stores run their SQL on: one for SQLite, later one for PostgreSQL.
+///
+/// Every call either reads on its own or runs a whole transaction on one pinned connection; errors reaching the caller
+/// are ``Accounts/StoreError``.
+public protocol DatabaseClient: Sendable {
+    /// Which SQL dialect the database speaks, for the few statements where the dialects differ.
+    var flavor: DatabaseFlavor { get }
+    /// Runs `body` on a connection outside any explicit transaction.
+    func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    /// Runs `body` in one transaction on one connection; commits when it returns, rolls back when it throws.
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    /// Closes the connections.
+    func close() async
+}
+
+/// The SQL dialects Orchard supports.
+public enum DatabaseFlavor: String, Sendable {
+    /// Embedded SQLite (the default).
+    case sqlite
+    /// PostgreSQL (several replicas).
+    case postgres
+}

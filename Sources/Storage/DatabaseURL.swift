@@ -1,0 +1,31 @@
+/// Where the database is (`ORCHARD_DATABASE_URL`): `sqlite:PATH` or `postgres://USER:PASS@HOST:PORT/DB`.
+public enum DatabaseURL: Sendable, Equatable {
+    /// An embedded SQLite file.
+    case sqlite(path: String)
+    /// A PostgreSQL server (the URL as given).
+    case postgres(url: String)
+
+    /// Parses the setting.
+    ///
+    /// - Throws: a message naming what is wrong (without echoing a password).
+    public init(parsing text: String) throws(DatabaseURLError) {
+        if text.hasPrefix("sqlite:") {
+            var path = String(text.dropFirst("sqlite:".count))
+            if path.hasPrefix("//") { path.removeFirst(2) }
+            guard !path.isEmpty else { throw DatabaseURLError(reason: "sqlite: needs a file path, e.g. sqlite:orchard.sqlite") }
+            self = .sqlite(path: path)
+        } else if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            self = .postgres(url: text)
+        } else {
+            throw DatabaseURLError(reason: "must start with sqlite: or postgres://")
+        }
+    }
+}
+
+/// Why `ORCHARD_DATABASE_URL` was refused.
+public struct DatabaseURLError: Error, Sendable, CustomStringConvertible {
+    /// What is wrong.
+    public let reason: String
+    /// The reason.
+    public var description: String { reason }
+}

@@ -1,0 +1,191 @@
+public import Accounts
+public import Foundation
+import SQLKit
+
+/// ``Accounts/AccountStore`` in SQL that SQLite and PostgreSQL both accept.
+public struct SQLAccountStore: AccountStore {
+    private let database: any DatabaseClient
+
+    /// Creates the store over a database.
+    public init(database: any DatabaseClient) {
+        self.database = database
+    }
+
+    private static let accountColumns = """
+        id, subject_hash, sealed_subject, sealed_email, is_private_email, email_forwarding, sealed_name, client_id,
+        sealed_refresh_token, sealed_access_token, sealed_identity_token, apple_credential, last_validated_at,
+        next_validation_at, created_at, updated_at
+        """
+
+    /// Stores an issued nonce by its hash.
+    public func insertNonce(hash: String, expiresAt: Date) async throws {
+        try await database.withDatabase { db in
+            try await db.raw("INSERT INTO nonces (hash, expires_at) VALUES (\(bind: hash), \(bind: expiresAt.milliseconds))").run()
+        }
+    }
+
+    /// Consumes the first issued, unexpired, unused nonce among `hashes`.
+    public func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption {
+        try await database.transaction { db in
+            for hash in hashes {
+                let consumed = try await db.raw(
+                    """
+                    UPDATE nonces SET consumed_at = \(bind: now.milliseconds)
+                    WHERE hash = \(bind: hash) AND consumed_at IS NULL AND expires_at > \(bind: now.milliseconds)
+                    RETURNING hash
+                    """
+                ).all()
+                if !consumed.isEmpty { return .consumed }
+            }
+            for hash in hashes {
+                let row = try await db.raw("SELECT consumed_at FROM nonces WHERE hash = \(bind: hash)").first()
+                if let row, try row.date("consumed_at") != nil { return .alreadyConsumed }
+            }
+            return .unknownOrExpired
+        }
+    }
+
+    /// The account whose subject hash is one of `subjectHashes`.
+    public func account(subjectHashes: [String]) async throws -> AccountRecord? {
+        guard !subjectHashes.isEmpty else { return nil }
+        return try await database.withDatabase { db in
+            let row = try await db.raw(
+                "SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE subject_hash IN \(binds: subjectHashes)"
+            ).first()
+            return try row.map(Self.account(from:))
+        }
+    }
+
+    /// The account with this id.
+    public func account(id: String) async throws -> AccountRecord? {
+        try await database.withDatabase { db in
+            let row = try await db.raw("SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE id = \(bind: id)").first()
+            return try row.map(Self.account(from:))
+        }
+    }
+
+    /// Accounts ordered by id.
+    public func accounts(limit: Int, afterID: String?) async throws -> [AccountRecord] {
+        try await database.withDatabase { db in
+            let rows = try await db.raw(
+                """
+                SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE id > \(bind: afterID ?? "")
+                ORDER BY id LIMIT \(bind: limit)
+                """
+            ).all()
+            return try rows.map(Self.account(from:))
+        }
+    }
+
+    /// Creates or updates the account and adds the session in one transaction.
+    public func recordSignIn(account: AccountRecord, isNew: Bool, session: SessionRecord) async throws {
+        try await database.transaction { db in
+            if isNew {
+                let inserted = try await db.raw(
+                    """
+                    INSERT INTO accounts (\(unsafeRaw: Self.accountColumns)) VALUES (
+                        \(bind: account.id), \(bind: account.subjectHash), \(bind: account.sealedSubject),
+                        \(bind: account.sealedEmail), \(bind: account.isPrivateEmail ? 1 : 0),
+                        \(bind: account.emailForwarding.rawValue), \(bind: account.sealedName), \(bind: account.clientID),
+                        \(bind: account.sealedRefreshToken), \(bind: account.sealedAccessToken),
+                        \(bind: account.sealedIdentityToken), \(bind: account.appleCredential.rawValue),
+                        \(bind: account.lastValidatedAt?.milliseconds), \(bind: account.nextValidationAt?.milliseconds),
+                        \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds))
+                    ON CONFLICT (subject_hash) DO NOTHING
+                    RETURNING id
+                    """
+                ).all()
+                guard !inserted.isEmpty else { throw StoreError.conflict }
+            } else {
+                try await db.raw(
+                    """
+                    UPDATE accounts SET subject_hash = \(bind: account.subjectHash), sealed_subject = \(bind: account.sealedSubject),
+                        sealed_email = \(bind: account.sealedEmail), is_private_email = \(bind: account.isPrivateEmail ? 1 : 0),
+                        email_forwarding = \(bind: account.emailForwarding.rawValue), sealed_name = \(bind: account.sealedName),
+                        client_id = \(bind: account.clientID), sealed_refresh_token = \(bind: account.sealedRefreshToken),
+                        sealed_access_token = \(bind: account.sealedAccessToken),
+                        sealed_identity_token = \(bind: account.sealedIdentityToken),
+                        apple_credential = \(bind: account.appleCredential.rawValue),
+                        last_validated_at = \(bind: account.lastValidatedAt?.milliseconds),
+                        next_validation_at = \(bind: account.nextValidationAt?.milliseconds),
+                        updated_at = \(bind: account.updatedAt.milliseconds)
+                    WHERE id = \(bind: account.id)
+                    """
+                ).run()
+            }
+            try await db.raw(
+                """
+                INSERT INTO sessions (token_hash, account_id, created_at, expires_at)
+                VALUES (\(bind: session.tokenHash), \(bind: session.accountID), \(bind: session.createdAt.milliseconds),
+                        \(bind: session.expiresAt.milliseconds))
+                """
+            ).run()
+        }
+    }
+
+    /// The session with this token hash.
+    public func session(tokenHash: String) async throws -> SessionRecord? {
+        try await database.withDatabase { db in
+            let row = try await db.raw(
+                """
+                SELECT token_hash, account_id, created_at, expires_at, ended_at, end_reason FROM sessions
+                WHERE token_hash = \(bind: tokenHash)
+                """
+            ).first()
+            return try row.map { row in
+                SessionRecord(
+                    tokenHash: try row.string("token_hash"),
+                    accountID: try row.string("account_id"),
+                    createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
+                    expiresAt: try row.date("expires_at") ?? Date(timeIntervalSince1970: 0),
+                    endedAt: try row.date("ended_at"),
+                    endReason: try row.optionalString("end_reason").flatMap(SessionEndReason.init(rawValue:))
+                )
+            }
+        }
+    }
+
+    /// Ends a live session.
+    public func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool {
+        try await database.withDatabase { db in
+            let rows = try await db.raw(
+                """
+                UPDATE sessions SET ended_at = \(bind: at.milliseconds), end_reason = \(bind: reason.rawValue)
+                WHERE token_hash = \(bind: tokenHash) AND ended_at IS NULL
+                RETURNING token_hash
+                """
+            ).all()
+            return !rows.isEmpty
+        }
+    }
+
+    /// Whether the database answers a trivial query.
+    public func isReachable() async -> Bool {
+        do {
+            return try await database.withDatabase { db in try await db.raw("SELECT 1 AS one").first() != nil }
+        } catch {
+            return false
+        }
+    }
+
+    static func account(from row: any SQLRow) throws -> AccountRecord {
+        AccountRecord(
+            id: try row.string("id"),
+            subjectHash: try row.string("subject_hash"),
+            sealedSubject: try row.string("sealed_subject"),
+            sealedEmail: try row.optionalString("sealed_email"),
+            isPrivateEmail: try row.decode(column: "is_private_email", as: Int.self) != 0,
+            emailForwarding: EmailForwarding(rawValue: try row.string("email_forwarding")) ?? .enabled,
+            sealedName: try row.optionalString("sealed_name"),
+            clientID: try row.string("client_id"),
+            sealedRefreshToken: try row.optionalString("sealed_refresh_token"),
+            sealedAccessToken: try row.optionalString("sealed_access_token"),
+            sealedIdentityToken: try row.optionalString("sealed_identity_token"),
+            appleCredential: AppleCredentialState(rawValue: try row.string("apple_credential")) ?? .unknown,
+            lastValidatedAt: try row.date("last_validated_at"),
+            nextValidationAt: try row.date("next_validation_at"),
+            createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
+            updatedAt: try row.date("updated_at") ?? Date(timeIntervalSince1970: 0)
+        )
+    }
+}

@@ -1,0 +1,42 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import Logging
+import Metrics
+import OrchardServer
+import Prometheus
+
+/// What every command does first: read the configuration, set up logs and metrics.
+enum CommandSupport {
+    /// Loads the configuration, printing one line and exiting 2 when a setting is wrong.
+    static func loadConfiguration(needs: OrchardConfiguration.Needs) async throws -> OrchardConfiguration {
+        do {
+            let reader = try await OrchardConfiguration.makeReader()
+            return try OrchardConfiguration.load(from: reader, needs: needs)
+        } catch {
+            fail(error)
+        }
+    }
+
+    /// Prints `orchard: SETTING: problem` to standard error and exits 2.
+    static func fail(_ error: ConfigurationError) -> Never {
+        FileHandle.standardError.write(Data("orchard: \(error)\n".utf8))
+        exit(2)
+    }
+
+    /// Sends logs to standard error at `level`.
+    static func bootstrapLogging(level: Logger.Level) {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+
+    /// Sends swift-metrics into a Prometheus registry, which `/metrics` serves.
+    static func bootstrapMetrics() -> PrometheusCollectorRegistry {
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return registry
+    }
+}

@@ -1,0 +1,29 @@
+import ArgumentParser
+import Logging
+import OrchardServer
+import Storage
+
+/// `orchard migrate`.
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Create or upgrade the database schema (ORCHARD_DATABASE_URL) and exit."
+    )
+
+    func run() async throws {
+        let configuration = try await CommandSupport.loadConfiguration(needs: [])
+        CommandSupport.bootstrapLogging(level: configuration.logLevel)
+        let logger = Logger(label: "orchard.migrate")
+        let database: any DatabaseClient
+        do {
+            database = try await configuration.database.open(logger: logger)
+        } catch {
+            CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
+        }
+        let migrator = Migrator(database: database, logger: logger)
+        let applied = try await migrator.migrate()
+        let version = try await migrator.currentVersion()
+        await database.close()
+        print(applied.isEmpty ? "schema is up to date (version \(version))" : "applied \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
+    }
+}
