@@ -21,6 +21,7 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case sessionInvalid = "session_invalid"
         case sessionRevoked = "session_revoked"
         case notFound = "not_found"
+        case internalError = "internal_error"
     }
 
     /// The machine code.
@@ -43,9 +44,14 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         self.init(code, error.reason)
     }
 
-    /// The database could not be reached.
+    /// A storage failure: `storage_unavailable` when the database could not work, `internal_error` for anything else
+    /// (a bug, logged by the server; its details never reach the client).
     public static func storage(_ error: any Error) -> AccountsError {
-        AccountsError(.storageUnavailable, "the database is unavailable: \((error as? StoreError)?.reason ?? "\(type(of: error))")")
+        if let error = error as? AccountsError { return error }
+        guard let error = error as? StoreError, error != .conflict else {
+            return AccountsError(.internalError, "unexpected storage error: \(String(reflecting: type(of: error)))")
+        }
+        return AccountsError(.storageUnavailable, "the database is unavailable: \(error.reason)")
     }
 
     /// Whether two errors carry the same code and session reason.

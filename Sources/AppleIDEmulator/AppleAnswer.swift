@@ -48,7 +48,7 @@ struct AppleAnswer: Sendable {
         let headers: HTTPFields = [
             .contentType: "application/json;charset=UTF-8",
             .cacheControl: "no-store",
-            .pragma: "no-cache",
+            HTTPField.Name("Pragma")!: "no-cache",
             .contentLength: "\(body.count)",
         ]
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))

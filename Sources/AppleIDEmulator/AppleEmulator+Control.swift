@@ -1,3 +1,4 @@
+import Synchronization
 extension AppleEmulator {
     /// Ends the user's grant as if they stopped using Sign in with Apple for the app in Apple ID settings: the grant's
     /// refresh and access tokens stop working (a refresh answers `invalid_grant`) and its unused codes die.
@@ -65,6 +66,12 @@ extension AppleEmulator {
     /// through `/auth/revoke` or ``revokeGrant(sub:clientID:)``. False for a token the emulator never issued.
     public func isRevoked(token: String) -> Bool {
         state.withLock { $0.isRevoked(token: token) }
+    }
+
+    /// The refresh and access tokens the emulator issued to `sub` (at `clientID`, or at every client), valid or not,
+    /// in the order they were issued.
+    public func issuedTokens(sub: String, clientID: String? = nil) -> [String] {
+        state.withLock { $0.issuedTokens(sub: sub, clientID: clientID) }
     }
 
     /// The tokens whose `/auth/revoke` request ended a grant, in order: one per grant that the client revoked.

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Logging
 import Foundation
 import NIOCore
 import NIOHTTP1

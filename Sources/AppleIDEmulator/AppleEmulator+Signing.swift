@@ -1,4 +1,5 @@
 import Crypto
+import Synchronization
 public import Foundation
 
 extension AppleEmulator {

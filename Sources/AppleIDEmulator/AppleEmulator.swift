@@ -1,3 +1,4 @@
+import AppleID
 public import AsyncHTTPClient
 import Foundation
 public import Logging

@@ -74,6 +74,7 @@ struct EmulatorState: Sendable {
     private var nextGrantID = 1
     private var codes: [String: IssuedCode] = [:]
     private var tokens: [String: IssuedToken] = [:]
+    private var tokenOrder: [String] = []
     private var failures: [EmulatorEndpoint: [PendingFailure]] = [:]
     private var refreshTokensToOmit = 0
     private(set) var calls: [EmulatorCall] = []
@@ -235,6 +236,14 @@ struct EmulatorState: Sendable {
         return grants[issued.grantID]?.isActive == false
     }
 
+    /// The refresh and access tokens issued to `sub` (at `clientID`, or at every client), valid or not, in issue order.
+    func issuedTokens(sub: String, clientID: String?) -> [String] {
+        tokenOrder.filter { token in
+            guard let issued = tokens[token], let grant = grants[issued.grantID] else { return false }
+            return grant.key.sub == sub && (clientID == nil || issued.clientID == clientID)
+        }
+    }
+
     /// Answers the next N code exchanges without a refresh token.
     mutating func omitRefreshTokens(nextExchanges: Int) {
         refreshTokensToOmit = max(0, nextExchanges)
@@ -251,6 +260,7 @@ struct EmulatorState: Sendable {
     private mutating func issue(_ kind: TokenKind, grantID: Int, clientID: String) -> String {
         let token = RandomToken.appleOpaque(prefix: kind == .refresh ? "r" : "a")
         tokens[token] = IssuedToken(grantID: grantID, kind: kind, clientID: clientID)
+        tokenOrder.append(token)
         return token
     }
 

@@ -84,13 +84,13 @@ public func buildApplication(
     )
 
     let router = Router(context: OrchardRequestContext.self)
-    var routes = RouteTable()
-    let group = router.group()
-    AuthController(accounts: accounts).addRoutes(to: group, table: &routes)
-    SessionController(accounts: accounts).addRoutes(to: group, table: &routes)
-    OperationsController(accounts: accounts, registry: dependencies.registry).addRoutes(to: group, table: &routes)
+    let routes = RouteTable()
     router.middlewares.add(ProblemMiddleware(routes: routes))
     router.middlewares.add(MetricsMiddleware())
+    let group = router.group()
+    AuthController(accounts: accounts).addRoutes(to: group, table: routes)
+    SessionController(accounts: accounts).addRoutes(to: group, table: routes)
+    OperationsController(accounts: accounts, registry: dependencies.registry).addRoutes(to: group, table: routes)
 
     let application = Application(
         router: router,

@@ -71,7 +71,7 @@ public struct AuthController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: inout RouteTable) {
+    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
         group.post("v1/auth/apple/nonce", use: issueNonce)
         table.add(.post, "/v1/auth/apple/nonce")
         group.post("v1/auth/apple", use: signIn)

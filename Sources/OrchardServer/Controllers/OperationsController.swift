@@ -17,7 +17,7 @@ public struct OperationsController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: inout RouteTable) {
+    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
         group.get("health/live", use: live)
         group.get("health/ready", use: ready)
         group.get("metrics", use: metrics)

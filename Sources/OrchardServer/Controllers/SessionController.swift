@@ -26,7 +26,7 @@ public struct SessionController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: inout RouteTable) {
+    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
         group.get("v1/session", use: show)
         group.delete("v1/session", use: signOut)
         table.add(.get, "/v1/session")

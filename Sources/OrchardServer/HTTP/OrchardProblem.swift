@@ -83,11 +83,14 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
             case .appleClientRejected: .badGateway
             case .appleUnavailable, .storageUnavailable: .serviceUnavailable
             case .notFound: .notFound
+            case .internalError: .internalServerError
             default: .unauthorized
             }
         var extra: [String: String] = [:]
         if let reason = error.sessionEndReason { extra["reason"] = reason.rawValue }
-        self.init(status, code: error.code.rawValue, title: Self.title(for: error.code), detail: error.reason, extra: extra)
+        // An internal error's reason is for the log only.
+        let detail = error.code == .internalError ? OrchardProblem.internalError.detail : error.reason
+        self.init(status, code: error.code.rawValue, title: Self.title(for: error.code), detail: detail, extra: extra)
     }
 
     private static func title(for code: AccountsError.Code) -> String {
@@ -109,6 +112,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         case .sessionInvalid: "Session invalid"
         case .sessionRevoked: "Session revoked"
         case .notFound: "Not found"
+        case .internalError: "Internal error"
         }
     }
 

@@ -23,6 +23,9 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         } catch let problem as OrchardProblem {
             return try problem.response(from: request, context: context)
         } catch let error as AccountsError {
+            if error.code == .internalError {
+                context.logger.error("internal error", metadata: ["error.reason": "\(error.reason)"])
+            }
             return try OrchardProblem(error).response(from: request, context: context)
         } catch let error as any HTTPResponseError {
             return try problem(for: error, request: request, context: context).response(from: request, context: context)

@@ -99,8 +99,19 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             return try await body()
         } catch let error as StoreError {
             throw error
-        } catch let error as SQLiteError {
+        } catch let error as SQLiteError where Self.isUnavailability(error) {
             throw StoreError.unavailable("SQLite: \(error.message)")
+        }
+    }
+
+    /// Whether an error means the database cannot work right now (locked, full, unreadable), rather than a bug.
+    private static func isUnavailability(_ error: SQLiteError) -> Bool {
+        switch error.reason {
+        case .busy, .locked, .busyTimeout, .busyInRecovery, .busyInSnapshot, .ioError, .full, .cantOpen, .readOnly, .noMemory,
+            .corrupt, .notADatabase, .interrupt:
+            true
+        default:
+            String(describing: error.reason).hasPrefix("ioError") || String(describing: error.reason).hasPrefix("readonly")
         }
     }
 }

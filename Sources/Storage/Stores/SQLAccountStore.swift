@@ -50,7 +50,7 @@ public struct SQLAccountStore: AccountStore {
         guard !subjectHashes.isEmpty else { return nil }
         return try await database.withDatabase { db in
             let row = try await db.raw(
-                "SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE subject_hash IN \(binds: subjectHashes)"
+                "SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE subject_hash IN (\(binds: subjectHashes))"
             ).first()
             return try row.map(Self.account(from:))
         }

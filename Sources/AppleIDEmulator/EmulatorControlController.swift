@@ -1,0 +1,164 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+
+/// The emulator's own control API under `/_emulator/`: the Swift controls as JSON (`snake_case`), for the demo, the
+/// CLI emulator and tests in other processes. Never delayed by the latency setting, never logged as Apple calls.
+struct EmulatorControlController<Context: RequestContext>: Sendable {
+    /// The emulator being controlled.
+    let emulator: AppleEmulator
+
+    /// The largest control request read.
+    static var maximumBodySize: Int { 64 * 1024 }
+
+    /// Adds the control routes to `router`.
+    func addRoutes(to router: Router<Context>) {
+        let group = router.group("_emulator")
+        group.post("authorize") { request, _ in try await respond(to: request, with: authorize) }
+        group.post("revoke-grant") { request, _ in try await respond(to: request, with: revokeGrant) }
+        group.post("failures") { request, _ in try await respond(to: request, with: injectFailure) }
+        group.delete("failures") { _, _ in
+            emulator.clearFailures()
+            return Self.noContent
+        }
+        group.post("omit-refresh-token") { request, _ in
+            try await respond(to: request) { (body: CountRequest) in
+                emulator.omitRefreshToken(nextExchanges: body.count)
+                return Self.noContent
+            }
+        }
+        group.post("latency") { request, _ in
+            try await respond(to: request) { (body: LatencyRequest) in
+                emulator.setLatency(.milliseconds(max(0, body.ms)))
+                return Self.noContent
+            }
+        }
+        group.post("notifications") { request, _ in try await respond(to: request, with: notify) }
+        group.get("calls") { _, _ in try Self.json(CallsResponse(calls: emulator.calls())) }
+        group.delete("calls") { _, _ in
+            emulator.clearCalls()
+            return Self.noContent
+        }
+        group.get("revocations") { _, _ in try Self.json(RevocationsResponse(revocations: emulator.revocations())) }
+        group.post("rotate-key") { _, _ in try Self.json(["kid": try emulator.rotateSigningKey()]) }
+    }
+
+    private func authorize(_ body: AuthorizeRequest) async throws -> Response {
+        let input = body.user
+        var user: EmulatedUser
+        if let sub = input?.sub, let known = emulator.user(sub: sub) {
+            user = known
+            if let email = input?.email {
+                user.email = email
+                user.isPrivateEmail = input?.isPrivateEmail ?? email.hasSuffix("@\(EmulatedUser.privateRelayDomain)")
+            }
+            user.firstName = input?.firstName ?? user.firstName
+            user.lastName = input?.lastName ?? user.lastName
+        } else {
+            user = emulator.makeUser(
+                sub: input?.sub,
+                email: input?.email,
+                isPrivateEmail: input?.isPrivateEmail,
+                firstName: input?.firstName,
+                lastName: input?.lastName
+            )
+        }
+        let authorization: EmulatedAuthorization
+        do {
+            authorization = try emulator.authorize(
+                user: user,
+                clientID: body.clientID,
+                nonce: body.nonce,
+                redirectURI: body.redirectURI
+            )
+        } catch let error as AppleEmulatorError where error.kind == .unknownClient {
+            return Self.badRequest(error.reason)
+        }
+        return try Self.json(AuthorizeResponse(authorization))
+    }
+
+    private func revokeGrant(_ body: RevokeGrantRequest) async throws -> Response {
+        try Self.json(["revoked_grants": emulator.revokeGrant(sub: body.sub, clientID: body.clientID)])
+    }
+
+    private func injectFailure(_ body: FailureRequest) async throws -> Response {
+        guard let endpoint = EmulatorEndpoint(rawValue: body.endpoint) else {
+            return Self.badRequest("endpoint must be one of \(EmulatorEndpoint.allCases.map(\.rawValue))")
+        }
+        let failures: [EmulatorFailure] = [
+            body.status.map { .status($0) },
+            body.timeout == true ? .timeout : nil,
+            body.appleError.map { .appleError($0) },
+        ].compactMap { $0 }
+        guard failures.count == 1, let failure = failures.first else {
+            return Self.badRequest("give exactly one of status, timeout: true, apple_error")
+        }
+        guard (body.count ?? 1) > 0 else {
+            return Self.badRequest("count must be positive")
+        }
+        emulator.injectFailure(endpoint: endpoint, failure: failure, count: body.count ?? 1)
+        return Self.noContent
+    }
+
+    private func notify(_ body: NotificationRequest) async throws -> Response {
+        let payload = try emulator.signNotification(
+            type: body.type,
+            sub: body.sub,
+            clientID: body.clientID,
+            email: body.email,
+            isPrivateEmail: body.isPrivateEmail,
+            jti: body.jti
+        )
+        guard body.send == true else {
+            return try Self.json(NotificationResponse(payload: payload))
+        }
+        guard emulator.notifyURL != nil else {
+            return Self.badRequest("send needs a notification URL (--notify-url)")
+        }
+        do {
+            let status = try await emulator.sendNotification(payload: payload)
+            return try Self.json(NotificationResponse(payload: payload, status: status))
+        } catch let error as AppleEmulatorError {
+            return try Self.json(NotificationResponse(payload: payload, error: error.reason), status: .badGateway)
+        }
+    }
+
+    // MARK: Plumbing
+
+    private func respond<Body: Decodable>(
+        to request: Request,
+        with handler: (Body) async throws -> Response
+    ) async throws -> Response {
+        var request = request
+        guard let buffer = try? await request.collectBody(upTo: Self.maximumBodySize) else {
+            return Self.badRequest("the body is too large")
+        }
+        let body: Body
+        do {
+            body = try JSONDecoder().decode(Body.self, from: Data(buffer.readableBytesView))
+        } catch {
+            return Self.badRequest("the body is not the expected JSON: \(error)")
+        }
+        return try await handler(body)
+    }
+
+    private static var noContent: Response { Response(status: .noContent) }
+
+    private static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let data = try encoder.encode(value)
+        return Response(
+            status: status,
+            headers: [.contentType: "application/json", .contentLength: "\(data.count)"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: data))
+        )
+    }
+
+    private static func badRequest(_ description: String) -> Response {
+        let body = ["error": "invalid_request", "error_description": description]
+        return (try? json(body, status: .badRequest)) ?? Response(status: .badRequest)
+    }
+}

@@ -1,0 +1,120 @@
+public import AppleIDEmulator
+import AsyncHTTPClient
+import Crypto
+public import Foundation
+import NIOCore
+public import NIOHTTP1
+import Storage
+
+/// An answer as a test looks at it.
+public struct TestResponse: Sendable {
+    /// The status code.
+    public let status: Int
+    /// The headers.
+    public let headers: [(String, String)]
+    /// The raw body.
+    public let body: Data
+
+    /// The first header with this name (case-insensitive).
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    /// The body as a JSON object (empty when it is not one).
+    public var json: [String: Any] {
+        ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]) ?? [:]
+    }
+
+    /// A string member of the JSON body.
+    public subscript(_ key: String) -> String? { json[key] as? String }
+
+    /// The problem's `code`.
+    public var code: String? { self["code"] }
+}
+
+/// How the app hands the nonce to Apple.
+public enum NonceMode: Sendable {
+    /// Its SHA-256 (native apps).
+    case hashed
+    /// As issued (the web flow).
+    case raw
+}
+
+extension OrchardHarness {
+    /// Sends a request to Orchard (or any URL when `path` is absolute).
+    public func request(
+        _ method: HTTPMethod,
+        _ path: String,
+        json: [String: any Sendable]? = nil,
+        body: Data? = nil,
+        headers: [(String, String)] = [],
+        bearer: String? = nil
+    ) async throws -> TestResponse {
+        var request = HTTPClientRequest(url: path.hasPrefix("http") ? path : baseURL + path)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(try JSONSerialization.data(withJSONObject: json))
+        } else if let body {
+            request.body = .bytes(body)
+        }
+        let response = try await http.execute(request, timeout: .seconds(30))
+        let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
+        return TestResponse(
+            status: Int(response.status.code),
+            headers: response.headers.map { ($0.name, $0.value) },
+            body: Data(bytes.readableBytesView)
+        )
+    }
+
+    /// Asks Orchard for a nonce.
+    public func issueNonce() async throws -> String {
+        let response = try await request(.POST, "/v1/auth/apple/nonce")
+        guard response.status == 201, let nonce = response["nonce"] else {
+            throw HarnessError("POST /v1/auth/apple/nonce answered \(response.status)")
+        }
+        return nonce
+    }
+
+    /// SHA-256 of a nonce, lowercase hex, as a native app passes it to Apple.
+    public static func hashNonce(_ raw: String) -> String {
+        SHA256.hash(data: Data(raw.utf8)).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The whole native sign-in: a nonce from Orchard, an authorization from the emulator, `POST /v1/auth/apple`.
+    public func signIn(
+        _ user: EmulatedUser,
+        nonceMode: NonceMode = .hashed,
+        clientID: String = OrchardHarness.clientID,
+        userDetails: [String: any Sendable]? = nil
+    ) async throws -> (response: TestResponse, authorization: EmulatedAuthorization, nonce: String) {
+        let nonce = try await issueNonce()
+        let authorization = try emulator.authorize(
+            user: user,
+            clientID: clientID,
+            nonce: nonceMode == .hashed ? Self.hashNonce(nonce) : nonce
+        )
+        var body: [String: any Sendable] = [
+            "identity_token": authorization.identityToken,
+            "authorization_code": authorization.authorizationCode,
+            "nonce": nonce,
+        ]
+        if let userDetails { body["user"] = userDetails }
+        return (try await request(.POST, "/v1/auth/apple", json: body), authorization, nonce)
+    }
+
+    /// Every database file's bytes, after the WAL was checkpointed into the main file.
+    public func databaseBytes() async throws -> [(name: String, bytes: Data)] {
+        try await database.checkpoint()
+        return try directory.allFileContents()
+    }
+}
+
+/// A harness step that did not go as a test expects.
+public struct HarnessError: Error, CustomStringConvertible {
+    /// What happened.
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

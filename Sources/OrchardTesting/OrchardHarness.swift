@@ -1,0 +1,136 @@
+public import Accounts
+import AppleID
+public import AppleIDEmulator
+public import AsyncHTTPClient
+import Crypto
+import Foundation
+import Logging
+public import OrchardServer
+import Prometheus
+public import Storage
+
+/// Orchard and the Apple emulator running over real sockets for one test, with one test clock, a fresh vault key and a
+/// temporary SQLite file.
+public final class OrchardHarness: Sendable {
+    /// The client id the harness configures.
+    public static let clientID = "com.example.orchard.app"
+    /// A second configured client id (a Services ID).
+    public static let webClientID = "com.example.orchard.web"
+
+    /// The clock Orchard and the emulator share.
+    public let clock: TestWallClock
+    /// The emulator, to steer and to read its calls.
+    public let emulator: AppleEmulator
+    /// The running emulator.
+    public let emulatorServer: RunningEmulator
+    /// Orchard's lifecycle, as the server uses it.
+    public let accounts: Accounts
+    /// The running Orchard server.
+    public let server: RunningService
+    /// The folder holding the database files.
+    public let directory: TemporaryDirectory
+    /// The database.
+    public let database: SQLiteDatabaseClient
+    /// The HTTP client the tests use.
+    public let http: HTTPClient
+    /// The configuration Orchard runs with.
+    public let configuration: OrchardConfiguration
+
+    private init(
+        clock: TestWallClock, emulator: AppleEmulator, emulatorServer: RunningEmulator, accounts: Accounts,
+        server: RunningService, directory: TemporaryDirectory, database: SQLiteDatabaseClient, http: HTTPClient,
+        configuration: OrchardConfiguration
+    ) {
+        self.clock = clock
+        self.emulator = emulator
+        self.emulatorServer = emulatorServer
+        self.accounts = accounts
+        self.server = server
+        self.directory = directory
+        self.database = database
+        self.http = http
+        self.configuration = configuration
+    }
+
+    /// Orchard's base URL.
+    public var baseURL: String { server.baseURL }
+
+    /// Starts the emulator and Orchard, runs `body`, and stops both whatever happens.
+    public static func with(
+        configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in },
+        _ body: (OrchardHarness) async throws -> Void
+    ) async throws {
+        let harness = try await start(configure: configure)
+        do {
+            try await body(harness)
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
+
+    /// Starts the emulator and Orchard.
+    public static func start(configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in }) async throws -> OrchardHarness {
+        let clock = TestWallClock(Date())
+        let clientKey = AppleEmulatorConfiguration.makeClientKey()
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let emulator = try AppleEmulator(
+            configuration: AppleEmulatorConfiguration(
+                teamID: "TEAMID1234",
+                keyID: "KEYID12345",
+                clientIDs: [clientID, webClientID],
+                clientPublicKeyPEM: clientKey.publicKeyPEM,
+                clock: clock,
+                timeoutHold: .seconds(8)
+            ),
+            httpClient: http
+        )
+        let emulatorServer = try await emulator.start()
+        let directory = try TemporaryDirectory()
+
+        var configuration = OrchardConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = 0
+        configuration.database = .sqlite(path: directory.file("orchard.sqlite"))
+        configuration.vaultKeys = [VaultKey.generate(id: "test1")]
+        configuration.appleTeamID = "TEAMID1234"
+        configuration.appleKeyID = "KEYID12345"
+        configuration.applePrivateKeyPEM = clientKey.privateKeyPEM
+        configuration.appleClientIDs = [clientID, webClientID]
+        configuration.appleBaseURL = URL(string: emulatorServer.baseURL)!
+        configure(&configuration)
+
+        let logger = Logger(label: "test.orchard")
+        let database = try await SQLiteDatabaseClient.open(path: directory.file("orchard.sqlite"), logger: logger)
+        let holder = BuiltHolder()
+        let server = try await RunningService.start { onServerRunning in
+            let built = try await buildApplication(
+                OrchardDependencies(
+                    configuration: configuration,
+                    database: database,
+                    httpClient: http,
+                    clock: clock,
+                    registry: PrometheusCollectorRegistry(),
+                    logger: logger
+                ),
+                onServerRunning: onServerRunning
+            )
+            holder.set(built.accounts)
+            return built.application
+        }
+        return OrchardHarness(
+            clock: clock, emulator: emulator, emulatorServer: emulatorServer, accounts: holder.get()!, server: server,
+            directory: directory, database: database, http: http, configuration: configuration
+        )
+    }
+
+    /// Stops Orchard and the emulator and removes the database files.
+    public func stop() async {
+        await server.stop()
+        await emulatorServer.stop()
+        await database.close()
+        try? await http.shutdown()
+        directory.remove()
+    }
+}

@@ -1,0 +1,100 @@
+import AppleIDEmulator
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import Logging
+import ServiceLifecycle
+import UnixSignals
+
+/// `orchard apple-emulator`.
+struct AppleEmulatorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apple-emulator",
+        abstract: "Serve a stand-in for Apple's Sign in with Apple endpoints (keys, token, revoke) and its control API.",
+        discussion: """
+            It mints tokens that carry Apple's issuer, so it listens on loopback unless told otherwise. Without \
+            --client-key it makes a client key, writes it to --write-client-key (default ./emulator-client-key.p8) and \
+            prints the settings an Orchard needs to talk to it. Control API: POST /_emulator/authorize, \
+            /_emulator/revoke-grant, /_emulator/failures, /_emulator/omit-refresh-token, /_emulator/notifications, \
+            /_emulator/latency; GET/DELETE /_emulator/calls.
+            """
+    )
+
+    @Option(help: "The address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "The port (0 picks a free one and prints it).")
+    var port = 0
+
+    @Option(name: .customLong("team-id"), help: "The team id whose client secrets are accepted.")
+    var teamID = "EMULATOR01"
+
+    @Option(name: .customLong("key-id"), help: "The key id client secrets must carry.")
+    var keyID = "EMULATORK1"
+
+    @Option(name: .customLong("client-ids"), help: "Comma-separated client ids (App IDs / Services IDs).")
+    var clientIDs = "com.example.orchard.app"
+
+    @Option(name: .customLong("client-key"), help: ArgumentHelp("The .p8 (or its public key) whose client secrets are accepted.", valueName: "file"))
+    var clientKey: String?
+
+    @Option(name: .customLong("write-client-key"), help: ArgumentHelp("Where to write a generated .p8.", valueName: "file"))
+    var writeClientKey = "emulator-client-key.p8"
+
+    @Option(name: .customLong("latency-ms"), help: "Answer Apple's endpoints after this many milliseconds.")
+    var latencyMS = 0
+
+    @Option(name: .customLong("notify-url"), help: ArgumentHelp("Where notifications are posted.", valueName: "url"))
+    var notifyURL: String?
+
+    func validate() throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0-65535") }
+        guard latencyMS >= 0 else { throw ValidationError("--latency-ms must not be negative") }
+        guard !clientIDs.split(separator: ",").isEmpty else { throw ValidationError("--client-ids needs at least one id") }
+    }
+
+    func run() async throws {
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        let publicKeyPEM: String
+        let wroteKey: String?
+        if let clientKey {
+            guard let pem = try? String(contentsOfFile: clientKey, encoding: .utf8) else {
+                throw ValidationError("cannot read --client-key \(clientKey)")
+            }
+            publicKeyPEM = pem
+            wroteKey = nil
+        } else {
+            let key = AppleEmulatorConfiguration.makeClientKey()
+            try key.privateKeyPEM.write(toFile: writeClientKey, atomically: true, encoding: .utf8)
+            publicKeyPEM = key.publicKeyPEM
+            wroteKey = writeClientKey
+        }
+        let ids = clientIDs.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let emulator = try AppleEmulator(
+            configuration: AppleEmulatorConfiguration(
+                teamID: teamID,
+                keyID: keyID,
+                clientIDs: ids,
+                clientPublicKeyPEM: publicKeyPEM,
+                latency: .milliseconds(latencyMS),
+                notifyURL: notifyURL
+            ),
+            httpClient: http
+        )
+        let application = emulator.makeApplication(host: host, port: port) { baseURL in
+            Console.line("Apple emulator listening on \(baseURL)")
+            Console.line("Settings for an Orchard that talks to it:")
+            Console.line("  APPLE_BASE_URL=\(baseURL)")
+            Console.line("  APPLE_TEAM_ID=\(teamID)")
+            Console.line("  APPLE_KEY_ID=\(keyID)")
+            Console.line("  APPLE_CLIENT_IDS=\(ids.joined(separator: ","))")
+            if let wroteKey { Console.line("  APPLE_PRIVATE_KEY_FILE=\(wroteKey)") }
+        }
+        let group = ServiceGroup(
+            configuration: .init(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "orchard.apple-emulator"))
+        )
+        try await group.run()
+        try await http.shutdown()
+    }
+}

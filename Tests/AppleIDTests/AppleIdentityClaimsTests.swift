@@ -1,0 +1,81 @@
+import AppleID
+import Foundation
+import OrchardTesting
+import Testing
+
+@Suite("Identity token claims")
+struct AppleIdentityClaimsTests {
+    private func decode(_ json: String) throws -> AppleIdentityClaims {
+        try JSONDecoder().decode(AppleIdentityClaims.self, from: Data(json.utf8))
+    }
+
+    private let base = #""iss":"https://appleid.apple.com","aud":"com.example.orchard","exp":1752662157,"iat":1752575757,"sub":"000739.abc.2105""#
+
+    @Test("booleans sent as the strings \"true\"/\"false\" are read as booleans")
+    func booleansAsStrings() throws {
+        let claims = try decode(#"{\#(base),"email_verified":"true","is_private_email":"false","nonce_supported":"true"}"#)
+        #expect(claims.emailVerified == true)
+        #expect(claims.isPrivateEmail == false)
+        #expect(claims.nonceSupported == true)
+    }
+
+    @Test("booleans sent as JSON booleans are read, and absent ones are nil")
+    func booleans() throws {
+        let claims = try decode(#"{\#(base),"email_verified":false,"is_private_email":true}"#)
+        #expect(claims.emailVerified == false)
+        #expect(claims.isPrivateEmail == true)
+        #expect(claims.nonceSupported == nil)
+    }
+
+    @Test("a boolean claim holding anything else fails to decode")
+    func badBoolean() {
+        #expect(throws: DecodingError.self) { try decode(#"{\#(base),"email_verified":"yes"}"#) }
+    }
+
+    @Test("every other claim Apple sends is read")
+    func allClaims() throws {
+        let claims = try decode(
+            #"{\#(base),"email":"a@privaterelay.appleid.com","real_user_status":2,"auth_time":1752575750,"nonce":"n","#
+                + #""c_hash":"ch","at_hash":"ah","transfer_sub":"000111.def.0001","org_id":"org-1"}"#
+        )
+        #expect(claims.exp == Date(timeIntervalSince1970: 1_752_662_157))
+        #expect(claims.iat == Date(timeIntervalSince1970: 1_752_575_757))
+        #expect(claims.realUserStatus == 2)
+        #expect(claims.authTime == Date(timeIntervalSince1970: 1_752_575_750))
+        #expect(claims.nonce == "n")
+        #expect(claims.cHash == "ch")
+        #expect(claims.atHash == "ah")
+        #expect(claims.transferSub?.value == "000111.def.0001")
+        #expect(claims.orgID == "org-1")
+        #expect(claims.email?.value == "a@privaterelay.appleid.com")
+    }
+
+    @Test("aud as a one-element array is read as its element")
+    func audienceArray() throws {
+        let claims = try decode(#"{"iss":"i","aud":["com.example.orchard"],"exp":1,"iat":1,"sub":"s"}"#)
+        #expect(claims.aud == "com.example.orchard")
+    }
+
+    @Test("printing or dumping the claims never shows the subject, the email or the transfer subject")
+    func redaction() throws {
+        let claims = try decode(#"{\#(base),"email":"person@example.com","transfer_sub":"000111.transfer.0001"}"#)
+        var dumped = ""
+        dump(claims, to: &dumped)
+        let text = "\(claims) \(String(reflecting: claims)) \(dumped)"
+        #expect(!text.contains("000739.abc.2105"))
+        #expect(!text.contains("person@example.com"))
+        #expect(!text.contains("transfer"))
+        #expect(text.contains("<redacted>"))
+    }
+
+    @Test("encoding writes Apple's shapes and decoding reads them back")
+    func roundTrip() throws {
+        let claims = try decode(#"{\#(base),"email":"a@b.c","email_verified":"true","real_user_status":1}"#)
+        let data = try JSONEncoder().encode(claims)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        #expect(object["exp"] as? Int == 1_752_662_157)
+        #expect(object["email_verified"] as? Bool == true)
+        #expect(object["sub"] as? String == "000739.abc.2105")
+        #expect(try JSONDecoder().decode(AppleIdentityClaims.self, from: data) == claims)
+    }
+}

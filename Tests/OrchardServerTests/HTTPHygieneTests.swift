@@ -1,0 +1,69 @@
+import Foundation
+import OrchardTesting
+import Testing
+
+@Suite("HTTP hygiene: problem details for every failure")
+struct HTTPHygieneTests {
+    @Test("bad JSON, a missing field and a wrong type are 400 invalid_request naming the field")
+    func badJSON() async throws {
+        try await OrchardHarness.with { h in
+            let notJSON = try await h.request(.POST, "/v1/auth/apple", body: Data("{nope".utf8), headers: [("Content-Type", "application/json")])
+            #expect(notJSON.status == 400)
+            #expect(notJSON.code == "invalid_request")
+            #expect(notJSON.header("Content-Type") == "application/problem+json")
+            #expect(notJSON["type"] == "urn:orchard:error:invalid_request")
+            #expect(notJSON.json["status"] as? Int == 400)
+
+            let missing = try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": "a.b.c"])
+            #expect(missing.code == "invalid_request")
+            #expect(missing["detail"]?.contains("authorization_code") == true)
+
+            let wrongType = try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": 5, "authorization_code": "x"])
+            #expect(wrongType.code == "invalid_request")
+
+            let empty = try await h.request(.POST, "/v1/auth/apple")
+            #expect(empty.code == "invalid_request")
+        }
+    }
+
+    @Test("a body over 64 KiB is 413 payload_too_large, with or without a Content-Length")
+    func oversized() async throws {
+        try await OrchardHarness.with { h in
+            let big = Data(repeating: UInt8(ascii: "a"), count: 70 * 1024)
+            let response = try await h.request(.POST, "/v1/auth/apple", body: big, headers: [("Content-Type", "application/json")])
+            #expect(response.status == 413)
+            #expect(response.code == "payload_too_large")
+            let json = try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": String(repeating: "x", count: 70 * 1024)])
+            #expect(json.status == 413)
+        }
+    }
+
+    @Test("an unknown path is 404 not_found; a known path with the wrong method is 405 with Allow")
+    func notFoundAndMethod() async throws {
+        try await OrchardHarness.with { h in
+            let missing = try await h.request(.GET, "/v1/nothing-here")
+            #expect(missing.status == 404)
+            #expect(missing.code == "not_found")
+            let wrong = try await h.request(.GET, "/v1/auth/apple")
+            #expect(wrong.status == 405)
+            #expect(wrong.code == "method_not_allowed")
+            #expect(wrong.header("Allow") == "POST")
+            #expect(try await h.request(.PUT, "/v1/session").code == "method_not_allowed")
+        }
+    }
+
+    @Test("health, readiness, metrics and the OpenAPI document are served")
+    func operations() async throws {
+        try await OrchardHarness.with { h in
+            #expect(try await h.request(.GET, "/health/live").status == 200)
+            #expect(try await h.request(.GET, "/health/ready").status == 200)
+            _ = try await h.signIn(h.emulator.makeUser())
+            let metrics = try await h.request(.GET, "/metrics")
+            #expect(metrics.status == 200)
+            #expect(metrics.header("Content-Type")?.hasPrefix("text/plain") == true)
+            let openAPI = try await h.request(.GET, "/openapi.yaml")
+            #expect(openAPI.status == 200)
+            #expect(String(decoding: openAPI.body, as: UTF8.self).hasPrefix("openapi: 3.1"))
+        }
+    }
+}

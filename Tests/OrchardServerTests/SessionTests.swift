@@ -1,0 +1,58 @@
+import Foundation
+import OrchardTesting
+import Testing
+
+@Suite("Sessions through the HTTP API")
+struct SessionTests {
+    @Test("a session answers GET /v1/session until sign-out, then session_revoked signed_out; Apple is not called")
+    func introspectAndSignOut() async throws {
+        try await OrchardHarness.with { h in
+            let user = h.emulator.makeUser()
+            let signIn = try await h.signIn(user).response
+            let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+
+            let shown = try await h.request(.GET, "/v1/session", bearer: token)
+            #expect(shown.status == 200)
+            #expect((shown.json["account"] as? [String: Any])?["apple_sub"] as? String == user.sub)
+            #expect((shown.json["session"] as? [String: Any])?["expires_at"] is String)
+
+            h.emulator.clearCalls()
+            let signOut = try await h.request(.DELETE, "/v1/session", bearer: token)
+            #expect(signOut.status == 204)
+            #expect(h.emulator.calls().isEmpty)
+
+            let after = try await h.request(.GET, "/v1/session", bearer: token)
+            #expect(after.status == 401)
+            #expect(after.code == "session_revoked")
+            #expect(after["reason"] == "signed_out")
+        }
+    }
+
+    @Test("no token, an unknown token, and a token past ORCHARD_SESSION_TTL are session_invalid")
+    func invalidSessions() async throws {
+        try await OrchardHarness.with(configure: { $0.sessionTTL = .seconds(3600) }) { h in
+            #expect(try await h.request(.GET, "/v1/session").code == "session_invalid")
+            #expect(try await h.request(.GET, "/v1/session", bearer: "unknown-token").code == "session_invalid")
+            #expect(try await h.request(.DELETE, "/v1/session", bearer: "unknown-token").status == 401)
+            let signIn = try await h.signIn(h.emulator.makeUser()).response
+            let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+            #expect(try await h.request(.GET, "/v1/session", bearer: token).status == 200)
+            h.clock.advance(by: 3601)
+            let expired = try await h.request(.GET, "/v1/session", bearer: token)
+            #expect(expired.status == 401)
+            #expect(expired.code == "session_invalid")
+        }
+    }
+
+    @Test("the session token is stored only as its hash")
+    func tokenHashed() async throws {
+        try await OrchardHarness.with { h in
+            let signIn = try await h.signIn(h.emulator.makeUser()).response
+            let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+            let files = try await h.databaseBytes()
+            for file in files {
+                #expect(file.bytes.range(of: Data(token.utf8)) == nil, "session token found in \(file.name)")
+            }
+        }
+    }
+}
