@@ -177,6 +177,7 @@ let package = Package(
                 "OrchardServer", "OrchardTesting", "AppleIDEmulator", "Storage", "Accounts", "AppleID",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

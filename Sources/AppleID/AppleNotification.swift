@@ -52,7 +52,9 @@ public struct AppleNotification: Codable, Sendable, Equatable {
                 events = try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(text.utf8))
             } catch {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .events, in: container, debugDescription: "events is a string but not the JSON of an event."
+                    forKey: .events,
+                    in: container,
+                    debugDescription: "events is a string but not the JSON of an event."
                 )
             }
         } else {

@@ -34,7 +34,10 @@ public struct HTTPAppleKeySource: AppleKeySource {
         do {
             let url = baseURL.appending(path: "auth/keys")
             let exchange = try await AppleHTTPExchange.perform(
-                AppleHTTPExchange.get(url), httpClient: httpClient, timeout: timeout, logger: logger
+                AppleHTTPExchange.get(url),
+                httpClient: httpClient,
+                timeout: timeout,
+                logger: logger
             )
             logger[metadataKey: "apple.status"] = "\(exchange.status)"
             guard exchange.status == 200 else {

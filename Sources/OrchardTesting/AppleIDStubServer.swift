@@ -1,9 +1,9 @@
 public import AppleID
-public import AsyncHTTPClient
+import AsyncHTTPClient
 public import Foundation
 import HTTPTypes
 import Hummingbird
-public import Logging
+import Logging
 import NIOCore
 import Synchronization
 

@@ -1,5 +1,8 @@
 import AppleIDEmulator
 import Foundation
+import NIOCore
+import NIOHTTP1
+import OrchardTesting
 import Testing
 
 @Suite("Client authentication at /auth/token and /auth/revoke")
@@ -85,9 +88,9 @@ struct ClientSecretTests {
         try await EmulatorHarness.with { h in
             let secret = try await h.clientSecret()
             let parts = secret.split(separator: ".").map(String.init)
-            let raw = try #require(AppleIDTestClientKeyDecoder.decode(parts[2]))
-            let der = AppleIDTestClientKeyDecoder.derSignature(raw)
-            let tampered = parts[0] + "." + parts[1] + "." + AppleIDTestClientKeyDecoder.encode(der)
+            let raw = try #require(JWSBytes.decode(parts[2]))
+            let der = JWSBytes.derSignature(raw)
+            let tampered = parts[0] + "." + parts[1] + "." + JWSBytes.encode(der)
             let answer = try await h.postForm(
                 "/auth/revoke",
                 ["client_id": EmulatorHarness.appID, "client_secret": tampered, "token": "r-unknown"]

@@ -8,7 +8,10 @@ struct AppleNotificationTests {
     private func notification(_ harness: VerifierHarness, type: String, eventsAsString: Bool = true) throws -> String {
         try Shared.apple.sign(
             AppleIDTestTokens.notificationClaims(
-                aud: Shared.clientID, iat: harness.clock.now(), type: type, eventsAsString: eventsAsString
+                aud: Shared.clientID,
+                iat: harness.clock.now(),
+                type: type,
+                eventsAsString: eventsAsString
             )
         )
     }
@@ -65,7 +68,8 @@ struct AppleNotificationTests {
 
     @Test("the email events' is_private_email is read from a string or a boolean")
     func privateEmailFlag() throws {
-        let asString = #"{"type":"email-disabled","sub":"s","event_time":1630085403648,"email":"x@privaterelay.appleid.com","is_private_email":"true"}"#
+        let asString =
+            #"{"type":"email-disabled","sub":"s","event_time":1630085403648,"email":"x@privaterelay.appleid.com","is_private_email":"true"}"#
         let asBool = #"{"type":"email-enabled","sub":"s","event_time":1630085403648,"is_private_email":false}"#
         #expect(try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(asString.utf8)).isPrivateEmail == true)
         #expect(try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(asBool.utf8)).isPrivateEmail == false)
@@ -75,8 +79,11 @@ struct AppleNotificationTests {
     func roundTrip() throws {
         let event = AppleNotificationEvent(type: .accountDelete, sub: Redacted("s-1"), eventTimeMilliseconds: 1_700_000_000_123)
         let original = AppleNotification(
-            aud: Shared.clientID, iat: Date(timeIntervalSince1970: 1_700_000_000), exp: Date(timeIntervalSince1970: 1_700_086_400),
-            jti: "j-1", events: event
+            aud: Shared.clientID,
+            iat: Date(timeIntervalSince1970: 1_700_000_000),
+            exp: Date(timeIntervalSince1970: 1_700_086_400),
+            jti: "j-1",
+            events: event
         )
         let data = try JSONEncoder().encode(original)
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
@@ -87,7 +94,10 @@ struct AppleNotificationTests {
     @Test("printing a notification shows neither the subject nor the email")
     func redacted() throws {
         let event = AppleNotificationEvent(
-            type: .emailEnabled, sub: Redacted("000123.secret.0456"), eventTimeMilliseconds: 1, email: Redacted("me@example.com")
+            type: .emailEnabled,
+            sub: Redacted("000123.secret.0456"),
+            eventTimeMilliseconds: 1,
+            email: Redacted("me@example.com")
         )
         let text = "\(event) \(String(reflecting: event))"
         #expect(!text.contains("secret"))

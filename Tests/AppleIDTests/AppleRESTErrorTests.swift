@@ -63,7 +63,8 @@ struct AppleRESTErrorTests {
         #expect(exchange.idToken?.value == "e.f.g")
         #expect(exchange.expiresIn == 3600)
         let refresh = try JSONDecoder().decode(
-            AppleTokenResponse.self, from: Data(#"{"access_token":"a.c","token_type":"Bearer","expires_in":3600}"#.utf8)
+            AppleTokenResponse.self,
+            from: Data(#"{"access_token":"a.c","token_type":"Bearer","expires_in":3600}"#.utf8)
         )
         #expect(refresh.tokenType == "Bearer")
         #expect(refresh.refreshToken == nil)

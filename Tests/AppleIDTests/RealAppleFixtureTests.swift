@@ -34,8 +34,10 @@ struct RealAppleFixtureTests {
         #expect(RealAppleFixture.jwksFiles.count == 12)
     }
 
-    @Test("a genuine token passes inside its validity window, with its own key and its aud as the client id",
-          arguments: RealAppleFixture.all.filter { !$0.isNegative })
+    @Test(
+        "a genuine token passes inside its validity window, with its own key and its aud as the client id",
+        arguments: RealAppleFixture.all.filter { !$0.isNegative }
+    )
     func genuinePasses(fixture: RealAppleFixture) async throws {
         let (verifier, _) = try verifier(fixture)
         if fixture.isNotification {
@@ -54,8 +56,10 @@ struct RealAppleFixtureTests {
         }
     }
 
-    @Test("a genuine token passes against the whole key set it was published with",
-          arguments: RealAppleFixture.all.filter { !$0.isNegative })
+    @Test(
+        "a genuine token passes against the whole key set it was published with",
+        arguments: RealAppleFixture.all.filter { !$0.isNegative }
+    )
     func genuinePassesWithFullKeySet(fixture: RealAppleFixture) async throws {
         let (verifier, _) = try verifier(fixture, jwks: try RealAppleFixture.data(named: fixture.jwkSourceFile))
         #expect(await failure(verifier, fixture) == nil)
@@ -80,8 +84,10 @@ struct RealAppleFixtureTests {
         #expect(await failure(verifier, fixture) == .identityTokenSignature)
     }
 
-    @Test("inspection passes every check of a genuine token, nonce included when it has one",
-          arguments: RealAppleFixture.all.filter { !$0.isNegative })
+    @Test(
+        "inspection passes every check of a genuine token, nonce included when it has one",
+        arguments: RealAppleFixture.all.filter { !$0.isNegative }
+    )
     func inspectGenuine(fixture: RealAppleFixture) async throws {
         let (verifier, _) = try verifier(fixture)
         let report = await verifier.inspect(fixture.jwt, audiences: [fixture.payload.aud], at: nil, nonce: fixture.payload.nonce)

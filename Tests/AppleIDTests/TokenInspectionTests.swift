@@ -54,7 +54,11 @@ struct TokenInspectionTests {
         claims["iat"] = Int(harness.clock.now().timeIntervalSince1970) + 3600
         let report = await harness.verifier.inspect(try Shared.forger.sign(claims), audiences: [Shared.clientID], at: nil, nonce: "n")
         let codes = report.checks.map(\.code)
-        #expect(codes == [nil, .identityTokenSignature, .identityTokenIssuer, .identityTokenAudience, .identityTokenExpired, .identityTokenExpired, .nonceMismatch])
+        let expected: [AppleIDError.Code?] = [
+            nil, .identityTokenSignature, .identityTokenIssuer, .identityTokenAudience, .identityTokenExpired, .identityTokenExpired,
+            .nonceMismatch,
+        ]
+        #expect(codes == expected)
     }
 
     @Test("inspection and verification agree: the first failed check is the code verification throws")

@@ -1,4 +1,8 @@
+import Accounts
+import AppleIDEmulator
 import Foundation
+import NIOHTTP1
+import OrchardServer
 import OrchardTesting
 import Testing
 

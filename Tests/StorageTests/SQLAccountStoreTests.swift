@@ -33,8 +33,10 @@ import Testing
     func migrationsIdempotent() async throws {
         try await withStore { _, database in
             let migrator = Migrator(database: database, logger: Logger(label: "test"))
-            #expect(try await migrator.migrate().isEmpty)
-            #expect(try await migrator.currentVersion() == Migrator.latestVersion)
+            let applied = try await migrator.migrate()
+            let version = try await migrator.currentVersion()
+            #expect(applied.isEmpty)
+            #expect(version == Migrator.latestVersion)
         }
     }
 

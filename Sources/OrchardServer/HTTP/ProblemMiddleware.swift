@@ -37,7 +37,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
 
     private func problem(for error: any HTTPResponseError, request: Request, context: Context) -> OrchardProblem {
         switch error.status {
-        case .notFound where context.endpointPath == nil:
+        case .notFound:
             if let allowed = routes.allowedMethods(for: request.uri.path) {
                 return .methodNotAllowed(allowed: allowed)
             }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// base64url and signature re-encoding for tests that tamper with JWS.
-enum AppleIDTestClientKeyDecoder {
+enum JWSBytes {
     static func decode(_ text: String) -> Data? {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)

@@ -1,0 +1,95 @@
+import Foundation
+import OrchardTesting
+import Testing
+
+@Suite("The orchard command line")
+struct CommandLineTests {
+    @Test("every command has --help", arguments: [
+        [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
+        ["accounts", "list"], ["accounts", "show"],
+    ])
+    func help(_ command: [String]) throws {
+        let result = try OrchardProcess.run(command + ["--help"])
+        #expect(result.status == 0)
+        #expect(result.standardOutput.contains("USAGE"))
+    }
+
+    @Test("serve with no configuration exits 2 with one line naming the missing setting")
+    func serveNeedsConfiguration() throws {
+        let result = try OrchardProcess.run(["serve"])
+        #expect(result.status == 2)
+        #expect(result.standardError.contains("APPLE_TEAM_ID"))
+        #expect(result.standardError.split(separator: "\n").count == 1)
+    }
+
+    @Test("a wrong setting is named: port, vault keys, plain http to a remote Apple")
+    func badSettings() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = directory.file("key.p8")
+        try "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".write(toFile: key, atomically: true, encoding: .utf8)
+        let base = [
+            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_KEY_ID": "KEY1", "APPLE_PRIVATE_KEY_FILE": key,
+            "APPLE_CLIENT_IDS": "com.example.app", "ORCHARD_VAULT_KEYS": "k1:\(Data(count: 32).base64EncodedString())",
+            "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("db.sqlite"))",
+        ]
+        let port = try OrchardProcess.run(["serve"], environment: base.merging(["ORCHARD_PORT": "eighty"]) { $1 })
+        #expect(port.status == 2)
+        #expect(port.standardError.contains("ORCHARD_PORT"))
+        let vault = try OrchardProcess.run(["serve"], environment: base.merging(["ORCHARD_VAULT_KEYS": "k1:short"]) { $1 })
+        #expect(vault.status == 2)
+        #expect(vault.standardError.contains("ORCHARD_VAULT_KEYS"))
+        let http = try OrchardProcess.run(["serve"], environment: base.merging(["APPLE_BASE_URL": "http://apple.example.com"]) { $1 })
+        #expect(http.status == 2)
+        #expect(http.standardError.contains("APPLE_BASE_URL"))
+        let pem = try OrchardProcess.run(["serve"], environment: base)
+        #expect(pem.status == 2)
+        #expect(pem.standardError.contains("APPLE_PRIVATE_KEY_FILE"))
+    }
+
+    @Test("a usage error exits 64")
+    func usageError() throws {
+        #expect(try OrchardProcess.run(["serve", "--no-such-flag"]).status == 64)
+        #expect(try OrchardProcess.run(["no-such-command"]).status == 64)
+    }
+
+    @Test("migrate creates the schema with no other configuration, and is idempotent")
+    func migrate() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let env = ["ORCHARD_DATABASE_URL": "sqlite:\(directory.file("orchard.sqlite"))"]
+        let first = try OrchardProcess.run(["migrate"], environment: env)
+        #expect(first.status == 0, "\(first.standardError)")
+        #expect(first.standardOutput.contains("applied"))
+        #expect(FileManager.default.fileExists(atPath: directory.file("orchard.sqlite")))
+        let second = try OrchardProcess.run(["migrate"], environment: env)
+        #expect(second.standardOutput.contains("up to date"))
+    }
+
+    @Test("the configuration file is read, and the environment wins over it")
+    func configFile() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.file("orchard.json")
+        try #"{"ORCHARD_DATABASE_URL": "sqlite:\#(directory.file("from-file.sqlite"))", "ORCHARD_LOG_LEVEL": "error"}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        #expect(try OrchardProcess.run(["migrate"], environment: ["ORCHARD_CONFIG_FILE": file]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: directory.file("from-file.sqlite")))
+        let env = ["ORCHARD_CONFIG_FILE": file, "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("from-env.sqlite"))"]
+        #expect(try OrchardProcess.run(["migrate"], environment: env).status == 0)
+        #expect(FileManager.default.fileExists(atPath: directory.file("from-env.sqlite")))
+        let yaml = directory.file("orchard.yaml")
+        try "ORCHARD_DATABASE_URL: sqlite:\(directory.file("from-yaml.sqlite"))\n".write(toFile: yaml, atomically: true, encoding: .utf8)
+        #expect(try OrchardProcess.run(["migrate"], environment: ["ORCHARD_CONFIG_FILE": yaml]).status == 0)
+        #expect(FileManager.default.fileExists(atPath: directory.file("from-yaml.sqlite")))
+    }
+
+    @Test("the demo runs the lifecycle with no configuration and exits 0")
+    func demo() throws {
+        let result = try OrchardProcess.run(["demo"], timeout: 120)
+        #expect(result.status == 0, "\(result.standardError)")
+        #expect(result.standardOutput.contains("Demo complete."))
+        #expect(result.standardOutput.contains("nonce_reused"))
+        #expect(result.standardOutput.contains("session_revoked"))
+    }
+}
