@@ -7,24 +7,28 @@ import Metrics
 /// The account lifecycle, in one place: sign-in, sessions and (with later capabilities) deletion and Apple's
 /// notifications. The HTTP routes, the CLI and the notification handler all call these operations.
 public final class Accounts: Sendable {
-    let store: any AccountStore
+    let store: any AccountStore & LifecycleStore
     let vault: TokenVault
     let apple: any AppleGateway
     let clock: any WallClock
     let random: any RandomSource
     let configuration: AccountsConfiguration
     let logger: Logger
+    /// Wakes the background workers when a request wrote work for them.
+    public let wakeups: JobWakeups
 
     /// Creates the lifecycle over its dependencies.
     public init(
-        store: any AccountStore,
+        store: any AccountStore & LifecycleStore,
         vault: TokenVault,
         apple: any AppleGateway,
         clock: any WallClock,
         random: any RandomSource = SystemRandomSource(),
         configuration: AccountsConfiguration = AccountsConfiguration(),
+        wakeups: JobWakeups = JobWakeups(),
         logger: Logger
     ) {
+        self.wakeups = wakeups
         self.store = store
         self.vault = vault
         self.apple = apple
@@ -163,6 +167,11 @@ public final class Accounts: Sendable {
             .replacingOccurrences(of: "+", with: "-")
             .replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// A random id with a prefix (`acct_`, `rev_`, `evt_`, `whd_`, `aud_`).
+    func randomID(_ prefix: String) -> String {
+        prefix + random.bytes(16).map { String(format: "%02x", $0) }.joined()
     }
 
     /// SHA-256 of a string, lowercase hex.

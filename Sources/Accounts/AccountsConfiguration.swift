@@ -6,17 +6,49 @@ public struct AccountsConfiguration: Sendable {
     public var nonceLifetime: Duration
     /// Time between validations of one account's refresh token (`ORCHARD_REFRESH_VALIDATION_INTERVAL`).
     public var refreshValidationInterval: Duration
+    /// The app backends told about lifecycle events (`ORCHARD_WEBHOOK_URLS`).
+    public var webhookURLs: [String]
+    /// What a `consent-revoked` notification does (`ORCHARD_CONSENT_REVOKED_POLICY`).
+    public var consentRevokedPolicy: ConsentRevokedPolicy
+    /// How long a deletion request waits for Apple's `/auth/revoke` before answering `pending`.
+    public var revocationWait: Duration
+    /// How long a claimed job belongs to its holder before another worker may take it over.
+    public var leaseDuration: Duration
+    /// How long webhooks are retried before they are marked failed.
+    public var webhookRetryWindow: Duration
+    /// When failed jobs are tried again.
+    public var retryPolicy: RetryPolicy
 
     /// Creates a configuration.
     public init(
         sessionTTL: Duration = .seconds(2_592_000),
         nonceLifetime: Duration = .seconds(600),
-        refreshValidationInterval: Duration = .seconds(86_400)
+        refreshValidationInterval: Duration = .seconds(86_400),
+        webhookURLs: [String] = [],
+        consentRevokedPolicy: ConsentRevokedPolicy = .signOut,
+        revocationWait: Duration = .seconds(5),
+        leaseDuration: Duration = .seconds(60),
+        webhookRetryWindow: Duration = .seconds(3 * 86_400),
+        retryPolicy: RetryPolicy = RetryPolicy()
     ) {
         self.sessionTTL = sessionTTL
         self.nonceLifetime = nonceLifetime
         self.refreshValidationInterval = refreshValidationInterval
+        self.webhookURLs = webhookURLs
+        self.consentRevokedPolicy = consentRevokedPolicy
+        self.revocationWait = revocationWait
+        self.leaseDuration = leaseDuration
+        self.webhookRetryWindow = webhookRetryWindow
+        self.retryPolicy = retryPolicy
     }
+}
+
+/// What a `consent-revoked` notification does.
+public enum ConsentRevokedPolicy: String, Sendable, CaseIterable {
+    /// End sessions, mark the Apple credential revoked, keep the data.
+    case signOut = "sign-out"
+    /// Delete the account, as TN3194 does when the revocation follows a deletion request.
+    case delete
 }
 
 extension Duration {

@@ -21,6 +21,7 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case sessionInvalid = "session_invalid"
         case sessionRevoked = "session_revoked"
         case notFound = "not_found"
+        case notificationInvalid = "notification_invalid"
         case internalError = "internal_error"
     }
 

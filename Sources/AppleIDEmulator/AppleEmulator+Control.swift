@@ -1,4 +1,5 @@
 import Synchronization
+
 extension AppleEmulator {
     /// Ends the user's grant as if they stopped using Sign in with Apple for the app in Apple ID settings: the grant's
     /// refresh and access tokens stop working (a refresh answers `invalid_grant`) and its unused codes die.

@@ -1,6 +1,6 @@
 import AsyncHTTPClient
-import Logging
 import Foundation
+import Logging
 import NIOCore
 import NIOHTTP1
 

@@ -1,6 +1,6 @@
 import Crypto
-import Synchronization
 public import Foundation
+import Synchronization
 
 extension AppleEmulator {
     /// The claims Apple puts in an identity token for `user` at `clientID`, issued now: a starting point for tests that
@@ -26,6 +26,8 @@ extension AppleEmulator {
         )
     }
 
+    /// The claims of an identity token issued at `issuedAt`, with `c_hash` over `code` and `at_hash` over
+    /// `accessToken` when they are given.
     func identityTokenClaims(
         user: EmulatedUser,
         clientID: String,
@@ -175,6 +177,7 @@ extension AppleEmulator {
         return try JSONText.object(["keys": jwks], order: ["keys", "kty", "kid", "use", "alg", "n", "e"])
     }
 
+    /// Signs `payload` with the current key under the header `{"kid","alg":"RS256"}` changed by `headerOverrides`.
     func sign(payload: Data, headerOverrides: [String: (any Sendable)?]) throws -> String {
         let key = state.withLock { $0.signingKeys.last! }
         var header: [String: any Sendable] = ["kid": key.kid, "alg": "RS256"]

@@ -18,9 +18,13 @@ public final class AppleEmulator: Sendable {
 
     /// How the emulator was set up.
     public let configuration: AppleEmulatorConfiguration
+    /// Checks the client secrets sent to `/auth/token` and `/auth/revoke`.
     let clientSecretVerifier: ClientSecretVerifier
+    /// Grants, codes, tokens, keys and test controls.
     let state: Mutex<EmulatorState>
+    /// Posts notifications.
     let httpClient: HTTPClient
+    /// Logs calls and the server's life.
     let logger: Logger
 
     /// Creates an emulator with a fresh RSA-2048 signing key.

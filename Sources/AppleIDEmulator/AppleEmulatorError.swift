@@ -60,10 +60,12 @@ public struct AppleEmulatorError: Error, Sendable, CustomStringConvertible {
         return "\(kind): \(reason)"
     }
 
+    /// An ``Kind/invalidConfiguration`` error.
     static func invalidConfiguration(_ reason: String, underlying: (any Error)? = nil) -> Self {
         .init(.invalidConfiguration, reason: reason, underlying: underlying)
     }
 
+    /// An ``Kind/invalidClaims`` error.
     static func invalidClaims(_ reason: String) -> Self {
         .init(.invalidClaims, reason: reason)
     }

@@ -51,7 +51,7 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
         )
         let (sequence, latency) = emulator.state.withLock { ($0.log(call), $0.latency) }
         if latency > .zero {
-            try? await Task.sleep(for: latency)
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: latency) }
         }
         let result: AppleAnswer
         switch emulator.state.withLock({ $0.takeFailure(for: endpoint) }) {

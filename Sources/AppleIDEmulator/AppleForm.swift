@@ -1,16 +1,25 @@
-import Hummingbird
 import HTTPTypes
+import Hummingbird
 import NIOCore
 
-/// The form fields Apple's `/auth/token` and `/auth/revoke` read (`application/x-www-form-urlencoded`).
+/// The form fields Apple's `/auth/token` and `/auth/revoke` read (`application/x-www-form-urlencoded`), each named
+/// as on the wire in `snake_case`.
 struct AppleForm: Decodable, Sendable {
+    /// `client_id`.
     var clientID: String?
+    /// `client_secret`, the ES256 JWT.
     var clientSecret: String?
+    /// `grant_type`: `authorization_code` or `refresh_token`.
     var grantType: String?
+    /// `code`, for the code exchange.
     var code: String?
+    /// `redirect_uri`, for the web flow's code exchange.
     var redirectURI: String?
+    /// `refresh_token`, for the refresh grant.
     var refreshToken: String?
+    /// `token`, for revocation.
     var token: String?
+    /// `token_type_hint`, for revocation.
     var tokenTypeHint: String?
 
     private enum CodingKeys: String, CodingKey {

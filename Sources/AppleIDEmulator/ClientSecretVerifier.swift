@@ -13,9 +13,13 @@ struct ClientSecretVerifier: Sendable {
     /// How far ahead of the emulator's clock `iat` may be.
     static let allowedClockSkew: TimeInterval = 60
 
+    /// The `iss` every secret must carry.
     let teamID: String
+    /// The header `kid` every secret must carry.
     let keyID: String
+    /// The client ids a secret's `sub` (and the form's `client_id`) may name.
     let clientIDs: Set<String>
+    /// The key whose signature every secret must carry.
     let publicKey: P256.Signing.PublicKey
 
     private struct Header: Decodable {

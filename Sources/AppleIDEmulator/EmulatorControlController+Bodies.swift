@@ -44,6 +44,7 @@ extension EmulatorControlController {
         var isFirstAuthorization: Bool
         var user: AppleUser?
 
+        /// The answer for `authorization`.
         init(_ authorization: EmulatedAuthorization) {
             identityToken = authorization.identityToken
             authorizationCode = authorization.authorizationCode

@@ -81,6 +81,7 @@ struct EmulatorState: Sendable {
     private var nextCallSequence = 1
     private(set) var revocations: [EmulatorRevocation] = []
 
+    /// A state with one signing key and no grants.
     init(signingKey: EmulatorSigningKey, latency: Duration, notifyURL: String?) {
         self.signingKeys = [signingKey]
         self.latency = latency

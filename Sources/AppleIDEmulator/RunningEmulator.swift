@@ -17,6 +17,7 @@ public final class RunningEmulator: Sendable {
     private let serviceGroup: ServiceGroup
     private let task: Task<Void, any Error>
 
+    /// Wraps a server started by ``AppleEmulator/start(host:port:)``.
     init(emulator: AppleEmulator, baseURL: String, port: Int, serviceGroup: ServiceGroup, task: Task<Void, any Error>) {
         self.emulator = emulator
         self.baseURL = baseURL

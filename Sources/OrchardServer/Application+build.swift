@@ -5,7 +5,8 @@ public import Hummingbird
 import Logging
 import Metrics
 public import NIOCore
-import Storage
+import ServiceLifecycle
+public import Storage
 
 /// The running parts of an Orchard built by ``buildApplication(_:onServerRunning:)``.
 public struct OrchardApplication: Sendable {
@@ -25,6 +26,65 @@ public func buildApplication(
     _ dependencies: OrchardDependencies,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> OrchardApplication {
+    let configuration = dependencies.configuration
+    let logger = dependencies.logger
+    let (accounts, store) = try await buildLifecycle(dependencies)
+
+    let router = Router(context: OrchardRequestContext.self)
+    let routes = RouteTable()
+    router.middlewares.add(ProblemMiddleware(routes: routes))
+    router.middlewares.add(MetricsMiddleware())
+    let group = router.group()
+    AuthController(accounts: accounts).addRoutes(to: group, table: routes)
+    SessionController(accounts: accounts).addRoutes(to: group, table: routes)
+    AccountController(accounts: accounts).addRoutes(to: group, table: routes)
+    NotificationController(accounts: accounts).addRoutes(to: group, table: routes)
+    OperationsController(accounts: accounts, registry: dependencies.registry).addRoutes(to: group, table: routes)
+
+    var application = Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orchard"),
+        onServerRunning: onServerRunning,
+        logger: logger
+    )
+    application.addServices(backgroundWorkers(accounts: accounts, store: store, dependencies: dependencies))
+    return OrchardApplication(application: application, accounts: accounts)
+}
+
+/// The background services: the revocation outbox, the notification inbox and the webhook outbox.
+func backgroundWorkers(accounts: Accounts, store: SQLAccountStore, dependencies: OrchardDependencies) -> [any Service] {
+    let logger = dependencies.logger
+    var workers: [any Service] = [
+        JobWorker(name: "revocations", wakeups: accounts.wakeups.stream(.revocations), logger: logger) { logger in
+            await accounts.processDueRevocations(logger: logger)
+        },
+        JobWorker(name: "notifications", wakeups: accounts.wakeups.stream(.notifications), logger: logger) { logger in
+            await accounts.processDueNotifications(logger: logger)
+        },
+    ]
+    if let secret = dependencies.configuration.webhookSecret {
+        let dispatcher = WebhookDispatcher(
+            store: store,
+            signer: WebhookSigner(secret: secret),
+            transport: HTTPWebhookTransport(client: dependencies.httpClient),
+            clock: dependencies.clock,
+            random: dependencies.random,
+            configuration: dependencies.configuration.accounts
+        )
+        workers.append(
+            JobWorker(name: "webhooks", wakeups: accounts.wakeups.stream(.webhooks), logger: logger) { logger in
+                await dispatcher.processDue(logger: logger)
+            }
+        )
+    }
+    return workers
+}
+
+/// Wires the lifecycle: migrates the database, then Apple's side (keys, verifier, client secrets, REST client), the
+/// vault and the store. The server and the CLI's operator commands both use it, so there is one deletion.
+///
+/// - Throws: ``ConfigurationError`` for a setting that cannot be used, or a storage error when migration fails.
+public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> (Accounts, SQLAccountStore) {
     let configuration = dependencies.configuration
     let logger = dependencies.logger
     try await Migrator(database: dependencies.database, logger: logger).migrate(random: dependencies.random)
@@ -73,8 +133,9 @@ public func buildApplication(
         secrets: secrets,
         logger: logger
     )
+    let store = SQLAccountStore(database: dependencies.database)
     let accounts = Accounts(
-        store: SQLAccountStore(database: dependencies.database),
+        store: store,
         vault: TokenVault(keys: configuration.vaultKeys),
         apple: LiveAppleGateway(verifier: verifier, client: client),
         clock: dependencies.clock,
@@ -83,20 +144,5 @@ public func buildApplication(
         logger: logger
     )
 
-    let router = Router(context: OrchardRequestContext.self)
-    let routes = RouteTable()
-    router.middlewares.add(ProblemMiddleware(routes: routes))
-    router.middlewares.add(MetricsMiddleware())
-    let group = router.group()
-    AuthController(accounts: accounts).addRoutes(to: group, table: routes)
-    SessionController(accounts: accounts).addRoutes(to: group, table: routes)
-    OperationsController(accounts: accounts, registry: dependencies.registry).addRoutes(to: group, table: routes)
-
-    let application = Application(
-        router: router,
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orchard"),
-        onServerRunning: onServerRunning,
-        logger: logger
-    )
-    return OrchardApplication(application: application, accounts: accounts)
+    return (accounts, store)
 }

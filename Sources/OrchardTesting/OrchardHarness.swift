@@ -37,8 +37,14 @@ public final class OrchardHarness: Sendable {
     public let configuration: OrchardConfiguration
 
     private init(
-        clock: TestWallClock, emulator: AppleEmulator, emulatorServer: RunningEmulator, accounts: Accounts,
-        server: RunningService, directory: TemporaryDirectory, database: SQLiteDatabaseClient, http: HTTPClient,
+        clock: TestWallClock,
+        emulator: AppleEmulator,
+        emulatorServer: RunningEmulator,
+        accounts: Accounts,
+        server: RunningService,
+        directory: TemporaryDirectory,
+        database: SQLiteDatabaseClient,
+        http: HTTPClient,
         configuration: OrchardConfiguration
     ) {
         self.clock = clock
@@ -120,8 +126,15 @@ public final class OrchardHarness: Sendable {
             return built.application
         }
         return OrchardHarness(
-            clock: clock, emulator: emulator, emulatorServer: emulatorServer, accounts: holder.get()!, server: server,
-            directory: directory, database: database, http: http, configuration: configuration
+            clock: clock,
+            emulator: emulator,
+            emulatorServer: emulatorServer,
+            accounts: holder.get()!,
+            server: server,
+            directory: directory,
+            database: database,
+            http: http,
+            configuration: configuration
         )
     }
 

@@ -1,5 +1,5 @@
-public import Foundation
 import Dispatch
+public import Foundation
 
 /// Runs the built `orchard` executable as a user would, with only the environment a test gives it.
 public struct OrchardProcess: Sendable {

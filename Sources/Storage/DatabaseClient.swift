@@ -11,6 +11,9 @@ public protocol DatabaseClient: Sendable {
     func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
     /// Runs `body` in one transaction on one connection; commits when it returns, rolls back when it throws.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    /// Makes a committed deletion final in the files (SQLite: checkpoint and truncate the WAL, so no copy of a deleted
+    /// row lingers in it; PostgreSQL: nothing, see README).
+    func purgeDeletedData() async throws
     /// Closes the connections.
     func close() async
 }

@@ -1,9 +1,11 @@
 import Accounts
+import AsyncHTTPClient
 import AppleID
 import ArgumentParser
 import Foundation
 import Logging
 import OrchardServer
+import Prometheus
 import Storage
 
 /// `orchard accounts list / show ID`.
@@ -11,7 +13,7 @@ struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts",
         abstract: "Operator tools over the accounts in ORCHARD_DATABASE_URL (need ORCHARD_VAULT_KEYS to open them).",
-        subcommands: [List.self, Show.self]
+        subcommands: [List.self, Show.self, Delete.self, Revocations.self, Webhooks.self]
     )
 
     /// `orchard accounts list`.
@@ -61,17 +63,123 @@ struct AccountsCommand: AsyncParsableCommand {
         }
     }
 
+    /// `orchard accounts delete ID`.
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete an account for good and revoke its Apple tokens: the same deletion as DELETE /v1/account.",
+            discussion: """
+                Needs the Apple settings and ORCHARD_VAULT_KEYS. When Apple cannot be reached the revocation stays \
+                queued, and a running `orchard serve` retries it until Apple accepts.
+                """
+        )
+
+        @Argument(help: "The account id.")
+        var id: String
+
+        func run() async throws {
+            let configuration = try await CommandSupport.loadConfiguration(needs: .all)
+            CommandSupport.bootstrapLogging(level: configuration.logLevel)
+            let logger = Logger(label: "orchard.accounts")
+            let database = try await AccountsCommand.openDatabase(configuration, logger: logger)
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let outcome: Result<DeletionResult, AccountsError>
+            do {
+                let (accounts, _) = try await buildLifecycle(
+                    OrchardDependencies(
+                        configuration: configuration, database: database, httpClient: http,
+                        registry: PrometheusCollectorRegistry(), logger: logger
+                    )
+                )
+                do {
+                    outcome = .success(try await accounts.deleteAccount(id: id, reason: .byOperator, logger: logger))
+                } catch {
+                    outcome = .failure(error)
+                }
+            } catch let error as ConfigurationError {
+                try? await http.shutdown()
+                CommandSupport.fail(error)
+            }
+            try? await http.shutdown()
+            await database.close()
+            switch outcome {
+            case .success(let result):
+                print("deleted \(id)")
+                print("apple_revocation: \(result.appleRevocation.rawValue)")
+                if let url = result.manualRevocationURL {
+                    print("No Apple token was held: the user must revoke Orchard's access by hand at \(url.absoluteString)")
+                }
+                if result.appleRevocation == .pending {
+                    print("Apple did not accept the revocation yet; it stays queued and `orchard serve` retries it.")
+                }
+            case .failure(let error):
+                FileHandle.standardError.write(Data("orchard: \(error.code.rawValue): \(error.reason)\n".utf8))
+                throw ExitCode(error.code == .notFound ? 3 : 1)
+            }
+        }
+    }
+
+    /// `orchard accounts revocations`.
+    struct Revocations: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List revocations Apple has not accepted yet (deleted accounts whose tokens are still queued)."
+        )
+
+        func run() async throws {
+            try await AccountsCommand.withAccounts { accounts in
+                let pending = try await accounts.pendingRevocations()
+                print("id\tcreated_at\ttoken_type_hint\tattempts\tnext_attempt_at\tlast_error")
+                for job in pending {
+                    print(
+                        "\(job.id)\t\(job.createdAt.formatted(.iso8601))\t\(job.hint.rawValue)\t\(job.attempts)\t\(job.nextAttemptAt.formatted(.iso8601))\t\(job.lastError ?? "-")"
+                    )
+                }
+                if pending.isEmpty { print("(none pending)") }
+            }
+        }
+    }
+
+    /// `orchard accounts webhooks`.
+    struct Webhooks: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List webhook deliveries: failed ones by default.")
+
+        @Option(help: "Which deliveries: failed, pending or delivered.")
+        var status = "failed"
+
+        func validate() throws {
+            guard ["failed", "pending", "delivered"].contains(status) else {
+                throw ValidationError("--status must be failed, pending or delivered")
+            }
+        }
+
+        func run() async throws {
+            try await AccountsCommand.withAccounts { accounts in
+                let rows = try await accounts.webhookDeliveries(status: status)
+                print("event_id\ttype\turl\tattempts\tcreated_at\tlast_error")
+                for row in rows {
+                    let delivery = row.delivery
+                    print(
+                        "\(delivery.eventID)\t\(delivery.eventType)\t\(delivery.url)\t\(delivery.attempts)\t\(delivery.createdAt.formatted(.iso8601))\t\(row.lastError ?? "-")"
+                    )
+                }
+                if rows.isEmpty { print("(none \(status))") }
+            }
+        }
+    }
+
+    static func openDatabase(_ configuration: OrchardConfiguration, logger: Logger) async throws -> any DatabaseClient {
+        do {
+            return try await configuration.database.open(logger: logger)
+        } catch {
+            CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
+        }
+    }
+
     /// Opens the database and the vault for an operator command.
     static func withAccounts(_ body: (Accounts) async throws -> Void) async throws {
         let configuration = try await CommandSupport.loadConfiguration(needs: .vault)
         CommandSupport.bootstrapLogging(level: configuration.logLevel)
         let logger = Logger(label: "orchard.accounts")
-        let database: any DatabaseClient
-        do {
-            database = try await configuration.database.open(logger: logger)
-        } catch {
-            CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
-        }
+        let database = try await openDatabase(configuration, logger: logger)
         try await Migrator(database: database, logger: logger).migrate()
         let accounts = Accounts(
             store: SQLAccountStore(database: database),

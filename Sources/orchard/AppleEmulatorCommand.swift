@@ -92,7 +92,11 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
             if let wroteKey { Console.line("  APPLE_PRIVATE_KEY_FILE=\(wroteKey)") }
         }
         let group = ServiceGroup(
-            configuration: .init(services: [application], gracefulShutdownSignals: [.sigterm, .sigint], logger: Logger(label: "orchard.apple-emulator"))
+            configuration: .init(
+                services: [application],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: Logger(label: "orchard.apple-emulator")
+            )
         )
         try await group.run()
         try await http.shutdown()

@@ -11,8 +11,8 @@ import OrchardServer
 import Prometheus
 import SQLKit
 import ServiceLifecycle
-import UnixSignals
 import Storage
+import UnixSignals
 
 /// The scripted story `orchard demo` tells, against real sockets, a real SQLite file and the emulator.
 struct Demo {

@@ -29,7 +29,8 @@ struct DemoScript {
 
         step(3, "The app hands them to Orchard: verified, nonce consumed, code exchanged at Apple, account created")
         let signIn = try await call(
-            .POST, "/v1/auth/apple",
+            .POST,
+            "/v1/auth/apple",
             json: [
                 "identity_token": first.identityToken, "authorization_code": first.authorizationCode, "nonce": rawNonce,
                 "user": ["name": ["first_name": "Ada", "last_name": "Lovelace"], "email": user.email ?? ""],
@@ -49,7 +50,8 @@ struct DemoScript {
         let secondNonce = try string(try await call(.POST, "/v1/auth/apple/nonce", expect: 201), "nonce")
         let second = try emulator.authorize(user: user, clientID: clientID, nonce: sha256(secondNonce))
         let again = try await call(
-            .POST, "/v1/auth/apple",
+            .POST,
+            "/v1/auth/apple",
             json: ["identity_token": second.identityToken, "authorization_code": second.authorizationCode, "nonce": secondNonce],
             expect: 200
         )
@@ -58,7 +60,8 @@ struct DemoScript {
 
         step(6, "A replayed request is refused")
         let replay = try await call(
-            .POST, "/v1/auth/apple",
+            .POST,
+            "/v1/auth/apple",
             json: ["identity_token": second.identityToken, "authorization_code": second.authorizationCode, "nonce": secondNonce],
             expect: 401
         )

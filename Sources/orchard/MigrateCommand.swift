@@ -24,6 +24,10 @@ struct MigrateCommand: AsyncParsableCommand {
         let applied = try await migrator.migrate()
         let version = try await migrator.currentVersion()
         await database.close()
-        print(applied.isEmpty ? "schema is up to date (version \(version))" : "applied \(applied.map(String.init).joined(separator: ", ")); schema version \(version)")
+        print(
+            applied.isEmpty
+                ? "schema is up to date (version \(version))"
+                : "applied \(applied.map(String.init).joined(separator: ", ")); schema version \(version)"
+        )
     }
 }

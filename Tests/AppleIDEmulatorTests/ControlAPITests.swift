@@ -15,7 +15,9 @@ struct ControlAPITests {
                 [
                     "client_id": EmulatorHarness.appID,
                     "nonce": "abc123",
-                    "user": ["first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.com", "is_private_email": false] as [String: any Sendable],
+                    "user": [
+                        "first_name": "Ada", "last_name": "Lovelace", "email": "ada@example.com", "is_private_email": false,
+                    ] as [String: any Sendable],
                 ]
             )
             #expect(first.status == 200)
@@ -115,8 +117,10 @@ struct ControlAPITests {
             try await EmulatorHarness.with(notifyURL: url) { h in
                 let signed = try await h.postJSON(
                     "/_emulator/notifications",
-                    ["type": "email-enabled", "sub": "000001.abc.0001", "client_id": EmulatorHarness.appID, "email": "x@privaterelay.appleid.com",
-                     "is_private_email": true, "jti": "jti-1"]
+                    [
+                        "type": "email-enabled", "sub": "000001.abc.0001", "client_id": EmulatorHarness.appID, "email": "x@privaterelay.appleid.com",
+                        "is_private_email": true, "jti": "jti-1",
+                    ]
                 )
                 #expect(signed.status == 200)
                 let payload = try EmulatorHarness.decode(try #require(signed["payload"])).payload

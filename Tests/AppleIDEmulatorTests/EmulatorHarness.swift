@@ -2,6 +2,7 @@ import AppleIDEmulator
 import AsyncHTTPClient
 import Foundation
 import JWTKit
+import Logging
 import NIOCore
 import NIOHTTP1
 import OrchardTesting
@@ -29,6 +30,8 @@ struct EmulatorHarness: Sendable {
     ) async throws {
         let clock = TestWallClock()
         let key = AppleEmulatorConfiguration.makeClientKey()
+        var logger = Logger(label: "test.apple-emulator")
+        logger.logLevel = .warning
         let emulator = try AppleEmulator(
             configuration: AppleEmulatorConfiguration(
                 teamID: teamID,
@@ -38,7 +41,8 @@ struct EmulatorHarness: Sendable {
                 notifyURL: notifyURL,
                 clock: clock,
                 timeoutHold: timeoutHold
-            )
+            ),
+            logger: logger
         )
         try await emulator.withRunningServer { server in
             try await body(EmulatorHarness(clock: clock, emulator: emulator, server: server, clientKeyPEM: key.privateKeyPEM))
@@ -148,7 +152,13 @@ struct EmulatorHarness: Sendable {
 
     func postForm(_ path: String, _ fields: [String: String], timeout: TimeAmount = .seconds(10)) async throws -> Answer {
         let form = fields.sorted { $0.key < $1.key }.map { "\(Self.formEncode($0.key))=\(Self.formEncode($0.value))" }
-        return try await send(.POST, path, body: Data(form.joined(separator: "&").utf8), contentType: "application/x-www-form-urlencoded", timeout: timeout)
+        return try await send(
+            .POST,
+            path,
+            body: Data(form.joined(separator: "&").utf8),
+            contentType: "application/x-www-form-urlencoded",
+            timeout: timeout
+        )
     }
 
     func postJSON(_ path: String, _ object: [String: any Sendable]) async throws -> Answer {

@@ -91,4 +91,14 @@ struct FailureInjectionTests {
             #expect(h.emulator.latency == .zero)
         }
     }
+
+    @Test("starting on a port that is taken throws instead of hanging")
+    func portTaken() async throws {
+        try await EmulatorHarness.with { h in
+            await #expect(throws: (any Error).self) {
+                let second = try await h.emulator.start(port: h.server.port)
+                await second.stop()
+            }
+        }
+    }
 }

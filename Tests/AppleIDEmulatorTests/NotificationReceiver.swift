@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import HTTPTypes
+import Logging
 import NIOCore
 import ServiceLifecycle
 import Synchronization
@@ -28,13 +28,16 @@ final class NotificationReceiver: Sendable {
             return Response(status: self.status)
         }
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        var logger = Logger(label: "test.notification-receiver")
+        logger.logLevel = .warning
         let app = Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
             onServerRunning: { channel in
                 continuation.yield(channel.localAddress?.port ?? 0)
                 continuation.finish()
-            }
+            },
+            logger: logger
         )
         let group = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
         try await withThrowingTaskGroup(of: Void.self) { tasks in

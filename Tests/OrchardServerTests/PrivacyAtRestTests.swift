@@ -13,12 +13,15 @@ struct PrivacyAtRestTests {
         try await OrchardHarness.with { h in
             let user = h.emulator.makeUser(email: "ada.lovelace@example.com", firstName: "Augusta", lastName: "Byronesque")
             let (response, authorization, _) = try await h.signIn(
-                user, userDetails: ["name": ["first_name": "Augusta", "last_name": "Byronesque"], "email": "ada.lovelace@example.com"]
+                user,
+                userDetails: ["name": ["first_name": "Augusta", "last_name": "Byronesque"], "email": "ada.lovelace@example.com"]
             )
             #expect(response.status == 200)
             let exchange = try #require(h.emulator.calls(to: .token).first)
             _ = exchange
-            var secrets = [user.sub, "ada.lovelace@example.com", "Augusta", "Byronesque", authorization.identityToken, authorization.authorizationCode]
+            var secrets = [
+                user.sub, "ada.lovelace@example.com", "Augusta", "Byronesque", authorization.identityToken, authorization.authorizationCode,
+            ]
             for grant in h.emulator.issuedTokens(sub: user.sub) { secrets.append(grant) }
             let files = try await h.databaseBytes()
             #expect(!files.isEmpty)

@@ -34,18 +34,21 @@ struct SessionTests {
 
     @Test("no token, an unknown token, and a token past ORCHARD_SESSION_TTL are session_invalid")
     func invalidSessions() async throws {
-        try await OrchardHarness.with(configure: { $0.sessionTTL = .seconds(3600) }) { h in
-            #expect(try await h.request(.GET, "/v1/session").code == "session_invalid")
-            #expect(try await h.request(.GET, "/v1/session", bearer: "unknown-token").code == "session_invalid")
-            #expect(try await h.request(.DELETE, "/v1/session", bearer: "unknown-token").status == 401)
-            let signIn = try await h.signIn(h.emulator.makeUser()).response
-            let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
-            #expect(try await h.request(.GET, "/v1/session", bearer: token).status == 200)
-            h.clock.advance(by: 3601)
-            let expired = try await h.request(.GET, "/v1/session", bearer: token)
-            #expect(expired.status == 401)
-            #expect(expired.code == "session_invalid")
-        }
+        try await OrchardHarness.with(
+            configure: { $0.sessionTTL = .seconds(3600) },
+            { h in
+                #expect(try await h.request(.GET, "/v1/session").code == "session_invalid")
+                #expect(try await h.request(.GET, "/v1/session", bearer: "unknown-token").code == "session_invalid")
+                #expect(try await h.request(.DELETE, "/v1/session", bearer: "unknown-token").status == 401)
+                let signIn = try await h.signIn(h.emulator.makeUser()).response
+                let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+                #expect(try await h.request(.GET, "/v1/session", bearer: token).status == 200)
+                h.clock.advance(by: 3601)
+                let expired = try await h.request(.GET, "/v1/session", bearer: token)
+                #expect(expired.status == 401)
+                #expect(expired.code == "session_invalid")
+            }
+        )
     }
 
     @Test("the session token is stored only as its hash")

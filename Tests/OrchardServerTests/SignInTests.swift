@@ -86,7 +86,8 @@ struct SignInTests {
             #expect(first.status == 200)
             let again = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: OrchardHarness.hashNonce(nonce))
             let response = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: ["identity_token": again.identityToken, "authorization_code": again.authorizationCode, "nonce": nonce]
             )
             #expect(response.status == 401)
@@ -101,7 +102,8 @@ struct SignInTests {
             let forged = "not-issued-by-orchard"
             let authorization = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: OrchardHarness.hashNonce(forged))
             let neverIssued = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: ["identity_token": authorization.identityToken, "authorization_code": authorization.authorizationCode, "nonce": forged]
             )
             #expect(neverIssued.status == 401)
@@ -110,14 +112,16 @@ struct SignInTests {
             let issued = try await h.issueNonce()
             let other = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: OrchardHarness.hashNonce("something else"))
             let mismatch = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: ["identity_token": other.identityToken, "authorization_code": other.authorizationCode, "nonce": issued]
             )
             #expect(mismatch.code == "nonce_mismatch")
 
             let noNonce = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: nil)
             let missing = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: ["identity_token": noNonce.identityToken, "authorization_code": noNonce.authorizationCode, "nonce": issued]
             )
             #expect(missing.status == 401)
@@ -127,7 +131,8 @@ struct SignInTests {
             h.clock.advance(by: 601)
             let expired = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: OrchardHarness.hashNonce(late))
             let tooLate = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: ["identity_token": expired.identityToken, "authorization_code": expired.authorizationCode, "nonce": late]
             )
             #expect(tooLate.code == "nonce_mismatch")
@@ -142,7 +147,8 @@ struct SignInTests {
             let nonce = try await h.issueNonce()
             let authorization = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: OrchardHarness.hashNonce(nonce))
             let response = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: ["identity_token": authorization.identityToken, "authorization_code": "c.not-a-real-code", "nonce": nonce]
             )
             #expect(response.status == 401)
@@ -185,7 +191,8 @@ struct SignInTests {
             let nonce = try await h.issueNonce()
             let authorization = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: OrchardHarness.hashNonce(nonce))
             let mismatch = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: [
                     "identity_token": authorization.identityToken, "authorization_code": authorization.authorizationCode,
                     "nonce": nonce, "client_id": OrchardHarness.webClientID,
@@ -196,13 +203,16 @@ struct SignInTests {
 
             h.clock.advance(by: 86_400 + 61)
             let expired = try await h.request(
-                .POST, "/v1/auth/apple",
+                .POST,
+                "/v1/auth/apple",
                 json: ["identity_token": authorization.identityToken, "authorization_code": authorization.authorizationCode, "nonce": nonce]
             )
             #expect(expired.code == "identity_token_expired")
 
             let garbage = try await h.request(
-                .POST, "/v1/auth/apple", json: ["identity_token": "abc.def", "authorization_code": "x", "nonce": nonce]
+                .POST,
+                "/v1/auth/apple",
+                json: ["identity_token": "abc.def", "authorization_code": "x", "nonce": nonce]
             )
             #expect(garbage.code == "identity_token_malformed")
         }

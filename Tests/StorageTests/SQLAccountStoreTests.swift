@@ -22,10 +22,22 @@ import Testing
 
     func account(id: String, subjectHash: String, at now: Date) -> AccountRecord {
         AccountRecord(
-            id: id, subjectHash: subjectHash, sealedSubject: "v1.k.s", sealedEmail: nil, isPrivateEmail: true,
-            emailForwarding: .enabled, sealedName: nil, clientID: "com.example.app", sealedRefreshToken: "v1.k.r",
-            sealedAccessToken: nil, sealedIdentityToken: nil, appleCredential: .valid, lastValidatedAt: now,
-            nextValidationAt: now.addingTimeInterval(86_400), createdAt: now, updatedAt: now
+            id: id,
+            subjectHash: subjectHash,
+            sealedSubject: "v1.k.s",
+            sealedEmail: nil,
+            isPrivateEmail: true,
+            emailForwarding: .enabled,
+            sealedName: nil,
+            clientID: "com.example.app",
+            sealedRefreshToken: "v1.k.r",
+            sealedAccessToken: nil,
+            sealedIdentityToken: nil,
+            appleCredential: .valid,
+            lastValidatedAt: now,
+            nextValidationAt: now.addingTimeInterval(86_400),
+            createdAt: now,
+            updatedAt: now
         )
     }
 
@@ -58,10 +70,18 @@ import Testing
         try await withStore { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let first = account(id: "acct_1", subjectHash: "same", at: now)
-            try await store.recordSignIn(account: first, isNew: true, session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)))
+            try await store.recordSignIn(
+                account: first,
+                isNew: true,
+                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60))
+            )
             let second = account(id: "acct_2", subjectHash: "same", at: now)
             await #expect(throws: StoreError.conflict) {
-                try await store.recordSignIn(account: second, isNew: true, session: SessionRecord(tokenHash: "t2", accountID: "acct_2", createdAt: now, expiresAt: now.addingTimeInterval(60)))
+                try await store.recordSignIn(
+                    account: second,
+                    isNew: true,
+                    session: SessionRecord(tokenHash: "t2", accountID: "acct_2", createdAt: now, expiresAt: now.addingTimeInterval(60))
+                )
             }
             #expect(try await store.session(tokenHash: "t2") == nil)
             #expect(try await store.account(id: "acct_2") == nil)
@@ -75,7 +95,8 @@ import Testing
         try await withStore { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await store.recordSignIn(
-                account: account(id: "acct_1", subjectHash: "s", at: now), isNew: true,
+                account: account(id: "acct_1", subjectHash: "s", at: now),
+                isNew: true,
                 session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60))
             )
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))

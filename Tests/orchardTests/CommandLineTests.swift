@@ -4,10 +4,13 @@ import Testing
 
 @Suite("The orchard command line")
 struct CommandLineTests {
-    @Test("every command has --help", arguments: [
-        [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
-        ["accounts", "list"], ["accounts", "show"],
-    ])
+    @Test(
+        "every command has --help",
+        arguments: [
+            [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
+            ["accounts", "list"], ["accounts", "show"],
+        ]
+    )
     func help(_ command: [String]) throws {
         let result = try OrchardProcess.run(command + ["--help"])
         #expect(result.status == 0)

@@ -8,7 +8,9 @@ import SystemPackage
 extension OrchardConfiguration {
     /// The configuration reader: environment variables first, then the file `ORCHARD_CONFIG_FILE` names (JSON, or YAML
     /// by its `.yaml`/`.yml` extension), whose keys are the same names.
-    public static func makeReader(environment: [String: String] = ProcessInfo.processInfo.environment) async throws(ConfigurationError)
+    public static func makeReader(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws(ConfigurationError)
         -> ConfigReader
     {
         let secrets = SecretsSpecifier<String, String>.specific(["ORCHARD_VAULT_KEYS", "ORCHARD_WEBHOOK_SECRET", "ORCHARD_DATABASE_URL"])

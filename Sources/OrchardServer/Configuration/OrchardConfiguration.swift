@@ -19,14 +19,6 @@ public struct OrchardConfiguration: Sendable {
         public static let all: Needs = [.apple, .vault]
     }
 
-    /// What `ORCHARD_CONSENT_REVOKED_POLICY` allows.
-    public enum ConsentRevokedPolicy: String, Sendable {
-        /// End sessions, mark the credential revoked, keep the data.
-        case signOut = "sign-out"
-        /// Delete the account.
-        case delete
-    }
-
     /// Apple's own REST base URL.
     public static let appleProductionBaseURL = URL(string: "https://appleid.apple.com")!
 
@@ -92,6 +84,11 @@ public struct OrchardConfiguration: Sendable {
 
     /// The lifecycle's settings.
     public var accounts: AccountsConfiguration {
-        AccountsConfiguration(sessionTTL: sessionTTL, refreshValidationInterval: refreshValidationInterval)
+        AccountsConfiguration(
+            sessionTTL: sessionTTL,
+            refreshValidationInterval: refreshValidationInterval,
+            webhookURLs: webhookURLs.map(\.absoluteString),
+            consentRevokedPolicy: consentRevokedPolicy
+        )
     }
 }

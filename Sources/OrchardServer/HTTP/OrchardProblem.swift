@@ -79,7 +79,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     public init(_ error: AccountsError) {
         let status: HTTPResponse.Status =
             switch error.code {
-            case .invalidRequest: .badRequest
+            case .invalidRequest, .notificationInvalid: .badRequest
             case .appleClientRejected: .badGateway
             case .appleUnavailable, .storageUnavailable: .serviceUnavailable
             case .notFound: .notFound
@@ -113,6 +113,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         case .sessionRevoked: "Session revoked"
         case .notFound: "Not found"
         case .internalError: "Internal error"
+        case .notificationInvalid: "Notification invalid"
         }
     }
 

@@ -1,6 +1,6 @@
+import Logging
 public import NIOCore
 public import ServiceLifecycle
-import Logging
 import Synchronization
 
 /// An HTTP application running in the background (for `orchard demo` and tests), on a port the system chose.

@@ -63,6 +63,70 @@ extension Migration {
                 )
                 """,
             ]
-        )
+        ),
+        Migration(
+            version: 2,
+            summary: "revocation outbox, audit log, notification inbox, webhook outbox",
+            statements: [
+                """
+                CREATE TABLE revocations (
+                    id TEXT PRIMARY KEY,
+                    client_id TEXT NOT NULL,
+                    sealed_token TEXT NOT NULL,
+                    token_type_hint TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    next_attempt_at BIGINT NOT NULL,
+                    lease_until BIGINT,
+                    last_error TEXT,
+                    created_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX revocations_next_attempt_at ON revocations (next_attempt_at)",
+                """
+                CREATE TABLE audit_events (
+                    id TEXT PRIMARY KEY,
+                    subject_digest TEXT NOT NULL,
+                    event TEXT NOT NULL,
+                    reason TEXT,
+                    occurred_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX audit_events_subject_digest ON audit_events (subject_digest)",
+                """
+                CREATE TABLE notification_inbox (
+                    jti TEXT PRIMARY KEY,
+                    received_at BIGINT NOT NULL,
+                    event_type TEXT NOT NULL,
+                    subject_digest TEXT NOT NULL,
+                    sealed_event TEXT,
+                    attempts INTEGER NOT NULL,
+                    next_attempt_at BIGINT,
+                    lease_until BIGINT,
+                    processed_at BIGINT,
+                    outcome TEXT
+                )
+                """,
+                "CREATE INDEX notification_inbox_next_attempt_at ON notification_inbox (next_attempt_at)",
+                "CREATE INDEX notification_inbox_subject_digest ON notification_inbox (subject_digest)",
+                """
+                CREATE TABLE webhook_outbox (
+                    id TEXT PRIMARY KEY,
+                    event_id TEXT NOT NULL,
+                    event_type TEXT NOT NULL,
+                    url TEXT NOT NULL,
+                    body TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    next_attempt_at BIGINT,
+                    lease_until BIGINT,
+                    last_error TEXT,
+                    created_at BIGINT NOT NULL,
+                    delivered_at BIGINT
+                )
+                """,
+                "CREATE INDEX webhook_outbox_next_attempt_at ON webhook_outbox (next_attempt_at)",
+                "CREATE INDEX webhook_outbox_status ON webhook_outbox (status)",
+            ]
+        ),
     ]
 }

@@ -48,7 +48,10 @@ public struct Migrator: Sendable {
                 return true
             }
             if didApply {
-                logger.info("applied migration", metadata: ["migration.version": "\(migration.version)", "migration.summary": "\(migration.summary)"])
+                logger.info(
+                    "applied migration",
+                    metadata: ["migration.version": "\(migration.version)", "migration.summary": "\(migration.summary)"]
+                )
                 applied.append(migration.version)
             }
         }

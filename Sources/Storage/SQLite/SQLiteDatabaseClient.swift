@@ -85,6 +85,12 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         try await withDatabase { try await $0.raw("PRAGMA wal_checkpoint(TRUNCATE)").run() }
     }
 
+    /// Checkpoints: with `secure_delete` the freed pages are already zeroed in the main file, and the WAL that still
+    /// held the deleted rows is emptied.
+    public func purgeDeletedData() async throws {
+        try await checkpoint()
+    }
+
     /// Closes the connection.
     public func close() async {
         do {

@@ -4,7 +4,7 @@ import SQLKit
 
 /// ``Accounts/AccountStore`` in SQL that SQLite and PostgreSQL both accept.
 public struct SQLAccountStore: AccountStore {
-    private let database: any DatabaseClient
+    let database: any DatabaseClient
 
     /// Creates the store over a database.
     public init(database: any DatabaseClient) {

@@ -1,0 +1,41 @@
+public import Accounts
+import Foundation
+import HTTPTypes
+public import Hummingbird
+
+/// `DELETE /v1/account`: the user deletes their account.
+public struct AccountController<Context: RequestContext>: Sendable {
+    let accounts: Accounts
+
+    /// Creates the controller.
+    public init(accounts: Accounts) {
+        self.accounts = accounts
+    }
+
+    struct DeletionResponse: ResponseEncodable {
+        var deleted: Bool
+        var appleRevocation: String
+        var manualRevocationURL: String?
+
+        enum CodingKeys: String, CodingKey {
+            case deleted
+            case appleRevocation = "apple_revocation"
+            case manualRevocationURL = "manual_revocation_url"
+        }
+    }
+
+    /// Adds the routes.
+    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
+        group.delete("v1/account", use: delete)
+        table.add(.delete, "/v1/account")
+    }
+
+    @Sendable func delete(_ request: Request, context: Context) async throws -> DeletionResponse {
+        let result = try await accounts.deleteAccount(sessionToken: try SessionController<Context>.token(request), logger: context.logger)
+        return DeletionResponse(
+            deleted: true,
+            appleRevocation: result.appleRevocation.rawValue,
+            manualRevocationURL: result.manualRevocationURL?.absoluteString
+        )
+    }
+}

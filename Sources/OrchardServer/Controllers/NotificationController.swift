@@ -1,0 +1,35 @@
+public import Accounts
+import Foundation
+import HTTPTypes
+public import Hummingbird
+
+/// `POST /v1/apple/notifications`: Apple's server-to-server notifications. Answers 200 only once the event is stored.
+public struct NotificationController<Context: RequestContext>: Sendable {
+    let accounts: Accounts
+
+    /// Creates the controller.
+    public init(accounts: Accounts) {
+        self.accounts = accounts
+    }
+
+    struct Body: Decodable {
+        var payload: String
+    }
+
+    /// Adds the routes.
+    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
+        group.post("v1/apple/notifications", use: receive)
+        table.add(.post, "/v1/apple/notifications")
+    }
+
+    @Sendable func receive(_ request: Request, context: Context) async throws -> Response {
+        let body: Body
+        do {
+            body = try await request.decodeJSON(as: Body.self, context: context)
+        } catch let problem as OrchardProblem where problem.code == "invalid_request" {
+            throw AccountsError(.notificationInvalid, "the body must be {\"payload\": JWS}")
+        }
+        let stored = try await accounts.receiveNotification(payload: body.payload, logger: context.logger)
+        return OperationsController<Context>.json(.ok, stored ? #"{"status":"accepted"}"# : #"{"status":"duplicate"}"#)
+    }
+}
