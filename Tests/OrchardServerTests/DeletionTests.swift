@@ -1,0 +1,185 @@
+import Accounts
+import AppleIDEmulator
+import Foundation
+import NIOHTTP1
+import OrchardServer
+import OrchardTesting
+import SQLKit
+import Storage
+import Testing
+
+@Suite("Account deletion through the HTTP API against the emulator")
+struct DeletionTests {
+    /// Signs a user in and returns the session token.
+    static func signUp(_ h: OrchardHarness, _ user: EmulatedUser, name: [String: String]? = nil) async throws -> String {
+        var details: [String: any Sendable]?
+        if let name { details = ["name": name] }
+        let response = try await h.signIn(user, userDetails: details).response
+        #expect(response.status == 200)
+        return try #require((response.json["session"] as? [String: Any])?["token"] as? String)
+    }
+
+    static func count(_ h: OrchardHarness, _ sql: String) async throws -> Int {
+        try await h.database.withDatabase { db in
+            try await db.raw(SQLQueryString(sql)).first()?.decode(column: "n", as: Int.self) ?? 0
+        }
+    }
+
+    @Test("deletion revokes the refresh token with its hint, ends every session, and leaves an audit record only")
+    func deletionRevokes() async throws {
+        try await OrchardHarness.with { h in
+            let user = h.emulator.makeUser(email: "grace@example.com", firstName: "Grace", lastName: "Hopperish")
+            let token = try await Self.signUp(h, user, name: ["first_name": "Grace", "last_name": "Hopperish"])
+            let other = try await Self.signUp(h, user)
+            let response = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(response.status == 200)
+            #expect(response.json["deleted"] as? Bool == true)
+            #expect(response["apple_revocation"] == "revoked")
+            #expect(response.json["manual_revocation_url"] == nil)
+
+            let revokes = h.emulator.calls(to: .revoke)
+            #expect(revokes.count == 1)
+            #expect(revokes.first?.tokenTypeHint == "refresh_token")
+            #expect(revokes.first?.clientID == OrchardHarness.clientID)
+            let revoked = try #require(revokes.first?.token)
+            #expect(h.emulator.issuedTokens(sub: user.sub).contains(revoked))
+            #expect(h.emulator.revocationCount(token: revoked).whileValid == 1)
+
+            for session in [token, other] {
+                let after = try await h.request(.GET, "/v1/session", bearer: session)
+                #expect(after.status == 401)
+                #expect(after.code == "session_revoked")
+                #expect(after["reason"] == "account_deleted")
+            }
+            #expect(try await h.accounts.listAccounts().isEmpty)
+            #expect(try await Self.count(h, "SELECT COUNT(*) AS n FROM revocations") == 0)
+            #expect(try await Self.count(h, "SELECT COUNT(*) AS n FROM audit_events WHERE event = 'account.deleted' AND reason = 'user_request'") == 1)
+
+            // Gone means gone: nothing of the user in any database file, plaintext or base64, WAL included.
+            var secrets = [user.sub, "grace@example.com", "Grace", "Hopperish"]
+            secrets += h.emulator.issuedTokens(sub: user.sub)
+            for file in try h.directory.allFileContents() {
+                for secret in secrets {
+                    for form in [secret, Data(secret.utf8).base64EncodedString()] {
+                        #expect(file.bytes.range(of: Data(form.utf8)) == nil, "a value of the deleted user is in \(file.name)")
+                    }
+                }
+            }
+            // No ciphertext either: every sealed value of the account was removed with its row.
+            for file in try h.directory.allFileContents() {
+                #expect(file.bytes.range(of: Data("v1.test1.".utf8)) == nil, "ciphertext left in \(file.name)")
+            }
+        }
+    }
+
+    @Test("without a refresh token the access token is revoked, with its hint")
+    func accessTokenFallback() async throws {
+        try await OrchardHarness.with { h in
+            h.emulator.omitRefreshToken(nextExchanges: 1)
+            let user = h.emulator.makeUser()
+            let signIn = try await h.signIn(user).response
+            #expect((signIn.json["account"] as? [String: Any])?["apple_credential"] as? String == "unknown")
+            let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+            let response = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(response["apple_revocation"] == "revoked")
+            #expect(h.emulator.calls(to: .revoke).first?.tokenTypeHint == "access_token")
+        }
+    }
+
+    @Test("with no token held the account is still deleted and the answer is manual_required with Apple's page")
+    func manualRequired() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await Self.signUp(h, h.emulator.makeUser())
+            try await h.database.withDatabase { db in
+                try await db.raw("UPDATE accounts SET sealed_refresh_token = NULL, sealed_access_token = NULL").run()
+            }
+            let response = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(response.status == 200)
+            #expect(response["apple_revocation"] == "manual_required")
+            #expect(response["manual_revocation_url"] == "https://support.apple.com/en-us/102571")
+            #expect(h.emulator.calls(to: .revoke).isEmpty)
+            #expect(try await h.accounts.listAccounts().isEmpty)
+        }
+    }
+
+    @Test("during an Apple outage deletion answers pending, and the worker revokes exactly once after recovery")
+    func outageThenRecovery() async throws {
+        try await OrchardHarness.with { h in
+            let user = h.emulator.makeUser()
+            let token = try await Self.signUp(h, user)
+            h.emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 1)
+            let response = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(response.status == 200)
+            #expect(response["apple_revocation"] == "pending")
+            #expect(try await h.accounts.listAccounts().isEmpty)
+            #expect(try await Self.count(h, "SELECT COUNT(*) AS n FROM revocations") == 1)
+            let pending = try await h.accounts.pendingRevocations()
+            #expect(pending.first?.attempts == 1)
+            #expect(pending.first?.lastError == "apple_unavailable")
+
+            // The retry is due 2 s (plus jitter) later by Orchard's clock.
+            h.clock.advance(by: 3)
+            let done = await eventually { (try? await Self.count(h, "SELECT COUNT(*) AS n FROM revocations")) == 0 }
+            #expect(done)
+            let revokes = h.emulator.calls(to: .revoke)
+            #expect(revokes.count == 2)
+            #expect(revokes.map(\.status) == [503, 200])
+            let revoked = try #require(revokes.last?.token)
+            #expect(h.emulator.revocationCount(token: revoked).whileValid == 1)
+            #expect(h.emulator.revocationCount(token: revoked).total == 1)
+        }
+    }
+
+    @Test("Apple timing out makes the request answer pending after its 5 s wait")
+    func timeout() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await Self.signUp(h, h.emulator.makeUser())
+            h.emulator.injectFailure(endpoint: .revoke, failure: .timeout, count: 1)
+            let started = Date()
+            let response = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(response["apple_revocation"] == "pending")
+            #expect(Date().timeIntervalSince(started) < 8)
+        }
+    }
+
+    @Test("invalid_client keeps the revocation queued (a configuration fault), and it completes once Apple accepts")
+    func invalidClient() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await Self.signUp(h, h.emulator.makeUser())
+            h.emulator.injectFailure(endpoint: .revoke, failure: .appleError("invalid_client"), count: 1)
+            let response = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(response["apple_revocation"] == "pending")
+            #expect(try await h.accounts.pendingRevocations().first?.lastError == "apple_client_rejected")
+            h.clock.advance(by: 3)
+            #expect(await eventually { (try? await Self.count(h, "SELECT COUNT(*) AS n FROM revocations")) == 0 })
+        }
+    }
+
+    @Test("the request and the background worker never both revoke one row, even while Apple is slow")
+    func noDoubleRevocation() async throws {
+        try await OrchardHarness.with { h in
+            let user = h.emulator.makeUser()
+            let token = try await Self.signUp(h, user)
+            h.emulator.setLatency(.milliseconds(2500))
+            let response = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(response["apple_revocation"] == "revoked")
+            h.emulator.setLatency(.zero)
+            // Give the worker several ticks in which it could wrongly take the row.
+            h.clock.advance(by: 120)
+            try await Task.sleep(for: .seconds(2))
+            #expect(h.emulator.calls(to: .revoke).count == 1)
+        }
+    }
+
+    @Test("a deleted account's session gets 401 on every authenticated call, and deleting twice is refused")
+    func afterDeletion() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await Self.signUp(h, h.emulator.makeUser())
+            #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
+            let again = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(again.status == 401)
+            #expect(try await h.request(.DELETE, "/v1/account").code == "session_invalid")
+            #expect(h.emulator.calls(to: .revoke).count == 1)
+        }
+    }
+}
