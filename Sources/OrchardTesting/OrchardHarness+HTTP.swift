@@ -1,5 +1,5 @@
 public import AppleIDEmulator
-import AsyncHTTPClient
+public import AsyncHTTPClient
 import Crypto
 public import Foundation
 import NIOCore
@@ -40,7 +40,22 @@ public enum NonceMode: Sendable {
     case raw
 }
 
-extension OrchardHarness {
+/// Talks to one Orchard over HTTP as an app would, signing users in through an emulator.
+public struct OrchardClient: Sendable {
+    /// Orchard's base URL.
+    public let baseURL: String
+    /// The HTTP client.
+    public let http: HTTPClient
+    /// The emulator that plays Apple.
+    public let emulator: AppleEmulator
+
+    /// Creates a client.
+    public init(baseURL: String, http: HTTPClient, emulator: AppleEmulator) {
+        self.baseURL = baseURL
+        self.http = http
+        self.emulator = emulator
+    }
+
     /// Sends a request to Orchard (or any URL when `path` is absolute).
     public func request(
         _ method: HTTPMethod,
@@ -103,6 +118,44 @@ extension OrchardHarness {
         ]
         if let userDetails { body["user"] = userDetails }
         return (try await request(.POST, "/v1/auth/apple", json: body), authorization, nonce)
+    }
+
+}
+
+extension OrchardHarness {
+    /// The HTTP client for this harness's Orchard.
+    public var client: OrchardClient { OrchardClient(baseURL: baseURL, http: http, emulator: emulator) }
+
+    /// Sends a request to Orchard (or any URL when `path` is absolute).
+    public func request(
+        _ method: HTTPMethod,
+        _ path: String,
+        json: [String: any Sendable]? = nil,
+        body: Data? = nil,
+        headers: [(String, String)] = [],
+        bearer: String? = nil
+    ) async throws -> TestResponse {
+        try await client.request(method, path, json: json, body: body, headers: headers, bearer: bearer)
+    }
+
+    /// Asks Orchard for a nonce.
+    public func issueNonce() async throws -> String {
+        try await client.issueNonce()
+    }
+
+    /// SHA-256 of a nonce, lowercase hex, as a native app passes it to Apple.
+    public static func hashNonce(_ raw: String) -> String {
+        OrchardClient.hashNonce(raw)
+    }
+
+    /// The whole native sign-in.
+    public func signIn(
+        _ user: EmulatedUser,
+        nonceMode: NonceMode = .hashed,
+        clientID: String = OrchardHarness.clientID,
+        userDetails: [String: any Sendable]? = nil
+    ) async throws -> (response: TestResponse, authorization: EmulatedAuthorization, nonce: String) {
+        try await client.signIn(user, nonceMode: nonceMode, clientID: clientID, userDetails: userDetails)
     }
 
     /// Every database file's bytes, after the WAL was checkpointed into the main file.

@@ -1,0 +1,89 @@
+public import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// `orchard serve` running as a separate process, as a user deploys it: for crash (`kill -9`) and restart tests.
+public final class ServeProcess: @unchecked Sendable {
+    // Process is not Sendable; this wrapper only touches it from the test's own task.
+    private let process: Process
+    /// The port it listens on.
+    public let port: Int
+    private let log: URL
+
+    private init(process: Process, port: Int, log: URL) {
+        self.process = process
+        self.port = port
+        self.log = log
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// What the process wrote to standard error so far (its logs).
+    public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// A free loopback port.
+    public static func freePort() async throws -> Int {
+        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
+        let port = channel.localAddress?.port ?? 0
+        try await channel.close()
+        return port
+    }
+
+    /// Starts `orchard serve` with `environment` (plus `ORCHARD_PORT`) and waits until `/health/ready` answers 200.
+    public static func start(environment: [String: String], port: Int? = nil, logDirectory: String, http: HTTPClient) async throws -> ServeProcess {
+        let chosen: Int
+        if let port {
+            chosen = port
+        } else {
+            chosen = try await freePort()
+        }
+        let log = URL(fileURLWithPath: logDirectory).appendingPathComponent("serve-\(chosen)-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = OrchardProcess.executable
+        process.arguments = ["serve"]
+        var env = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "ORCHARD_PORT": String(chosen)]
+        env.merge(environment) { $1 }
+        process.environment = env
+        process.standardOutput = try FileHandle(forWritingTo: log)
+        process.standardError = try FileHandle(forWritingTo: log)
+        try process.run()
+        let serve = ServeProcess(process: process, port: chosen, log: log)
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
+            guard process.isRunning else { throw ServeProcessError("orchard serve exited: \(serve.logText)") }
+            var request = HTTPClientRequest(url: "\(serve.baseURL)/health/ready")
+            request.method = .GET
+            if let response = try? await http.execute(request, timeout: .seconds(2)), response.status.code == 200 {
+                return serve
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        serve.kill()
+        throw ServeProcessError("orchard serve did not become ready: \(serve.logText)")
+    }
+
+    /// `kill -9`: no chance to clean up.
+    public func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then waits for the graceful shutdown; returns the exit status.
+    @discardableResult
+    public func terminate() -> Int32 {
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}
+
+/// `orchard serve` did not start.
+public struct ServeProcessError: Error, CustomStringConvertible {
+    /// What happened.
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,107 @@
+import AppleIDEmulator
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import OrchardTesting
+import Testing
+
+@Suite("orchard serve as a process: crashes, restarts, and the operator's deletion")
+struct ServeProcessTests {
+    /// An emulator on real time and the environment an `orchard serve` needs to use it.
+    struct Setup {
+        let emulator: AppleEmulator
+        let running: RunningEmulator
+        let directory: TemporaryDirectory
+        let environment: [String: String]
+        let http: HTTPClient
+
+        static func start() async throws -> Setup {
+            let key = AppleEmulatorConfiguration.makeClientKey()
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let emulator = try AppleEmulator(
+                configuration: AppleEmulatorConfiguration(
+                    teamID: "TEAMID1234", keyID: "KEYID12345", clientIDs: ["com.example.orchard.app"], clientPublicKeyPEM: key.publicKeyPEM,
+                    timeoutHold: .seconds(8)
+                ),
+                httpClient: http
+            )
+            let running = try await emulator.start()
+            let directory = try TemporaryDirectory()
+            try key.privateKeyPEM.write(toFile: directory.file("key.p8"), atomically: true, encoding: .utf8)
+            let environment = [
+                "APPLE_TEAM_ID": "TEAMID1234", "APPLE_KEY_ID": "KEYID12345", "APPLE_PRIVATE_KEY_FILE": directory.file("key.p8"),
+                "APPLE_CLIENT_IDS": "com.example.orchard.app", "APPLE_BASE_URL": running.baseURL,
+                "ORCHARD_VAULT_KEYS": "k1:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())",
+                "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("orchard.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
+            ]
+            return Setup(emulator: emulator, running: running, directory: directory, environment: environment, http: http)
+        }
+
+        func client(_ serve: ServeProcess) -> OrchardClient {
+            OrchardClient(baseURL: serve.baseURL, http: http, emulator: emulator)
+        }
+
+        func stop() async {
+            await running.stop()
+            try? await http.shutdown()
+            directory.remove()
+        }
+    }
+
+    @Test("kill -9 with a pending revocation: after a restart the revocation completes, exactly once")
+    func killAndRestart() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let first = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
+        let client = setup.client(first)
+        let user = setup.emulator.makeUser()
+        let signIn = try await client.signIn(user, clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        setup.emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 1000)
+        let deletion = try await client.request(.DELETE, "/v1/account", bearer: token)
+        #expect(deletion["apple_revocation"] == "pending")
+        first.kill()
+
+        setup.emulator.clearFailures()
+        let second = try await ServeProcess.start(
+            environment: setup.environment, port: first.port, logDirectory: setup.directory.path, http: setup.http
+        )
+        let revoked = await eventually(timeout: 30) {
+            setup.emulator.calls(to: .revoke).contains { $0.status == 200 }
+        }
+        #expect(revoked, "\(second.logText)")
+        let accepted = setup.emulator.calls(to: .revoke).filter { $0.status == 200 }
+        #expect(accepted.count == 1)
+        let refreshToken = try #require(accepted.first?.token)
+        #expect(setup.emulator.revocationCount(token: refreshToken).whileValid == 1)
+        try await Task.sleep(for: .seconds(1.5))
+        #expect(setup.emulator.calls(to: .revoke).filter { $0.status == 200 }.count == 1)
+        #expect(second.terminate() == 0)
+        let pending = try OrchardProcess.run(["accounts", "revocations"], environment: setup.environment)
+        #expect(pending.standardOutput.contains("(none pending)"), "\(pending.standardOutput)\(pending.standardError)")
+    }
+
+    @Test("orchard accounts delete runs the same deletion as the API, beside a running server")
+    func operatorDelete() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let serve = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
+        let client = setup.client(serve)
+        let user = setup.emulator.makeUser()
+        let signIn = try await client.signIn(user, clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        let id = try #require((signIn.json["account"] as? [String: Any])?["id"] as? String)
+
+        let listed = try OrchardProcess.run(["accounts", "list"], environment: setup.environment)
+        #expect(listed.standardOutput.contains(id))
+        let deleted = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
+        #expect(deleted.status == 0, "\(deleted.standardError)")
+        #expect(deleted.standardOutput.contains("apple_revocation: revoked"))
+        #expect(setup.emulator.calls(to: .revoke).filter { $0.status == 200 }.count == 1)
+        let session = try await client.request(.GET, "/v1/session", bearer: token)
+        #expect(session["reason"] == "account_deleted")
+        let missing = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
+        #expect(missing.status == 3)
+        #expect(serve.terminate() == 0)
+    }
+}
