@@ -1,7 +1,7 @@
 import Accounts
-import AsyncHTTPClient
 import AppleID
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import Logging
 import OrchardServer
@@ -86,8 +86,11 @@ struct AccountsCommand: AsyncParsableCommand {
             do {
                 let (accounts, _) = try await buildLifecycle(
                     OrchardDependencies(
-                        configuration: configuration, database: database, httpClient: http,
-                        registry: PrometheusCollectorRegistry(), logger: logger
+                        configuration: configuration,
+                        database: database,
+                        httpClient: http,
+                        registry: PrometheusCollectorRegistry(),
+                        logger: logger
                     )
                 )
                 do {

@@ -75,12 +75,107 @@ struct DemoScript {
         let ended = try await call(.GET, "/v1/session", bearer: token, expect: 401)
         show("DELETE /v1/session -> 204; GET /v1/session -> 401 \(ended["code"] ?? "?") (\(ended["reason"] ?? "?"))")
 
-        step(9, "Every call that reached Apple")
+        try await secondHalf(user: user, laptopSession: try string(again["session"] as? [String: Any] ?? [:], "token"))
+
+        step(15, "Every call that reached Apple")
         for call in emulator.calls() {
-            show("\(call.endpoint.path) grant_type=\(call.grantType ?? "-") -> \(call.status.map(String.init) ?? "-")")
+            let hint = call.tokenTypeHint.map { " token_type_hint=\($0)" } ?? ""
+            show("\(call.endpoint.path) grant_type=\(call.grantType ?? "-")\(hint) -> \(call.status.map(String.init) ?? "-")")
         }
         Console.line()
         Console.line("Demo complete.")
+    }
+
+    /// Notifications, deletion with revocation, deletion through an Apple outage, and the scan of the files.
+    private func secondHalf(user: EmulatedUser, laptopSession: String) async throws {
+        step(9, "Ada turns Hide My Email forwarding off: Apple notifies Orchard (email-disabled)")
+        emulator.setNotifyURL(orchard + "/v1/apple/notifications")
+        let status = try await emulator.sendNotification(
+            type: "email-disabled",
+            sub: user.sub,
+            clientID: clientID,
+            email: user.email,
+            isPrivateEmail: true
+        )
+        show("POST /v1/apple/notifications -> \(status) (stored, then processed in the background)")
+        let forwarding = try await waitFor("email_forwarding disabled") {
+            let session = try await call(.GET, "/v1/session", bearer: laptopSession, expect: 200)
+            return (session["account"] as? [String: Any])?["email_forwarding"] as? String == "disabled"
+        }
+        show("GET /v1/session -> email_forwarding \(forwarding ? "disabled" : "?")")
+
+        step(10, "Ada deletes her account: data erased, her refresh token revoked at Apple")
+        let deleted = try await call(.DELETE, "/v1/account", bearer: laptopSession, expect: 200)
+        show("DELETE /v1/account -> 200, apple_revocation \(deleted["apple_revocation"] ?? "?")")
+        let revoke = emulator.calls(to: .revoke).last
+        show("Apple saw /auth/revoke with token_type_hint=\(revoke?.tokenTypeHint ?? "-") -> \(revoke?.status.map(String.init) ?? "-")")
+        let after = try await call(.GET, "/v1/session", bearer: laptopSession, expect: 401)
+        show("GET /v1/session -> 401 \(after["code"] ?? "?") (\(after["reason"] ?? "?"))")
+
+        step(11, "Bob signs up, then deletes his account while Apple is down")
+        let bob = emulator.makeUser(email: "bob@privaterelay.appleid.com", isPrivateEmail: true, firstName: "Bob", lastName: "Builder")
+        let nonce = try string(try await call(.POST, "/v1/auth/apple/nonce", expect: 201), "nonce")
+        let authorization = try emulator.authorize(user: bob, clientID: clientID, nonce: sha256(nonce))
+        let signIn = try await call(
+            .POST,
+            "/v1/auth/apple",
+            json: [
+                "identity_token": authorization.identityToken, "authorization_code": authorization.authorizationCode, "nonce": nonce,
+                "user": ["name": ["first_name": "Bob", "last_name": "Builder"]],
+            ],
+            expect: 200
+        )
+        let bobSession = try string(signIn["session"] as? [String: Any] ?? [:], "token")
+        emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 2)
+        let pending = try await call(.DELETE, "/v1/account", bearer: bobSession, expect: 200)
+        show("Apple answers /auth/revoke with 503; DELETE /v1/account -> 200, apple_revocation \(pending["apple_revocation"] ?? "?")")
+        show("Bob's data is already gone; his token waits, sealed, in the revocation outbox")
+
+        step(12, "Apple recovers; the background worker retries with backoff until Apple accepts")
+        let done = try await waitFor("the revocation to complete", timeout: 30) {
+            emulator.calls(to: .revoke).contains { $0.status == 200 && $0.token != revoke?.token }
+        }
+        let tries = emulator.calls(to: .revoke).filter { $0.token != revoke?.token }.map { $0.status.map(String.init) ?? "-" }
+        show(done ? "Bob's token revoked after tries answered \(tries.joined(separator: ", "))" : "still pending")
+
+        step(13, "Scan of every database file (main file and WAL) for anything of Ada or Bob")
+        var secrets = [user.sub, bob.sub, "ada@privaterelay.appleid.com", "bob@privaterelay.appleid.com", "Lovelace", "Builder"]
+        secrets += emulator.issuedTokens(sub: user.sub) + emulator.issuedTokens(sub: bob.sub)
+        let directory = URL(fileURLWithPath: database.path).deletingLastPathComponent()
+        var found = 0
+        var scanned: [String] = []
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory.path).sorted() {
+            let bytes = try Data(contentsOf: directory.appendingPathComponent(name))
+            scanned.append("\(name) (\(bytes.count) bytes)")
+            for secret in secrets
+            where bytes.range(of: Data(secret.utf8)) != nil || bytes.range(of: Data(Data(secret.utf8).base64EncodedString().utf8)) != nil {
+                found += 1
+            }
+        }
+        show("scanned \(scanned.joined(separator: ", ")) for \(secrets.count) values (subjects, emails, names, tokens)")
+        show(found == 0 ? "nothing found: both users are gone from the files" : "FOUND \(found) values")
+        if found > 0 { throw DemoError("personal data left in the database files") }
+
+        step(14, "What remains: audit records holding only a salted hash of each subject")
+        let rows = try await database.withDatabase { db in
+            try await db.raw("SELECT event, reason, subject_digest FROM audit_events ORDER BY occurred_at").all()
+        }
+        for row in rows {
+            let event = (try? row.decode(column: "event", as: String.self)) ?? "?"
+            let reason = (try? row.decode(column: "reason", as: String.self)) ?? "?"
+            let digest = (try? row.decode(column: "subject_digest", as: String.self)) ?? "?"
+            show("\(event) (\(reason)) subject sha256(salt:sub) = \(abbreviate(digest))")
+        }
+    }
+
+    /// Polls `condition` every 100 ms for at most `timeout` seconds.
+    private func waitFor(_ what: String, timeout: Double = 15, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw DemoError("timed out waiting for \(what)")
     }
 
     private func showStoredRow() async throws {

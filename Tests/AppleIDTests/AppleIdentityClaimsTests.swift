@@ -64,7 +64,7 @@ struct AppleIdentityClaimsTests {
         let text = "\(claims) \(String(reflecting: claims)) \(dumped)"
         #expect(!text.contains("000739.abc.2105"))
         #expect(!text.contains("person@example.com"))
-        #expect(!text.contains("transfer"))
+        #expect(!text.contains("000111.transfer.0001"))
         #expect(text.contains("<redacted>"))
     }
 

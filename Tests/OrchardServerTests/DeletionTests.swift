@@ -53,7 +53,9 @@ struct DeletionTests {
             }
             #expect(try await h.accounts.listAccounts().isEmpty)
             #expect(try await Self.count(h, "SELECT COUNT(*) AS n FROM revocations") == 0)
-            #expect(try await Self.count(h, "SELECT COUNT(*) AS n FROM audit_events WHERE event = 'account.deleted' AND reason = 'user_request'") == 1)
+            #expect(
+                try await Self.count(h, "SELECT COUNT(*) AS n FROM audit_events WHERE event = 'account.deleted' AND reason = 'user_request'") == 1
+            )
 
             // Gone means gone: nothing of the user in any database file, plaintext or base64, WAL included.
             var secrets = [user.sub, "grace@example.com", "Grace", "Hopperish"]

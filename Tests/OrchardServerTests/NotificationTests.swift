@@ -61,7 +61,13 @@ struct NotificationTests {
         try await Self.withHarness { h, receiver in
             let user = h.emulator.makeUser()
             let token = try await DeletionTests.signUp(h, user)
-            let disabled = try h.emulator.signNotification(type: "email-disabled", sub: user.sub, clientID: OrchardHarness.clientID, email: user.email, isPrivateEmail: true)
+            let disabled = try h.emulator.signNotification(
+                type: "email-disabled",
+                sub: user.sub,
+                clientID: OrchardHarness.clientID,
+                email: user.email,
+                isPrivateEmail: true
+            )
             let response = try await Self.post(h, disabled)
             #expect(response.status == 200)
             let jti = try #require(disabled.jwsClaims["jti"] as? String)
@@ -121,7 +127,10 @@ struct NotificationTests {
         }
     }
 
-    @Test("account-delete and account-deleted both delete the account with reason apple_account_deleted", arguments: ["account-delete", "account-deleted"])
+    @Test(
+        "account-delete and account-deleted both delete the account with reason apple_account_deleted",
+        arguments: ["account-delete", "account-deleted"]
+    )
     func accountDelete(_ type: String) async throws {
         try await Self.withHarness { h, receiver in
             let user = h.emulator.makeUser()

@@ -40,7 +40,10 @@ struct OpenAPITests {
                 let response = try await h.request(HTTPMethod(rawValue: method), path)
                 #expect(![404, 405].contains(response.status), "\(method) \(path) answered \(response.status)")
             }
-            for path in ["/v1/auth/apple/nonce", "/v1/auth/apple", "/v1/session", "/health/live", "/health/ready", "/metrics"] {
+            for path in [
+                "/v1/auth/apple/nonce", "/v1/auth/apple", "/v1/session", "/v1/account", "/v1/apple/notifications", "/health/live",
+                "/health/ready", "/metrics",
+            ] {
                 #expect(operations.contains { $0.1 == path }, "\(path) is not documented")
             }
         }
@@ -52,7 +55,7 @@ struct OpenAPITests {
             let yaml = String(decoding: try await h.request(.GET, "/openapi.yaml").body, as: UTF8.self)
             for code in [
                 "invalid_request", "identity_token_malformed", "nonce_reused", "session_revoked", "payload_too_large",
-                "method_not_allowed", "not_found", "apple_unavailable", "storage_unavailable",
+                "method_not_allowed", "not_found", "apple_unavailable", "storage_unavailable", "notification_invalid",
             ] {
                 #expect(yaml.contains("- \(code)"), "\(code) missing")
             }

@@ -94,5 +94,8 @@ struct CommandLineTests {
         #expect(result.standardOutput.contains("Demo complete."))
         #expect(result.standardOutput.contains("nonce_reused"))
         #expect(result.standardOutput.contains("session_revoked"))
+        #expect(result.standardOutput.contains("email_forwarding disabled"))
+        #expect(result.standardOutput.contains("apple_revocation pending"))
+        #expect(result.standardOutput.contains("nothing found: both users are gone from the files"))
     }
 }

@@ -20,7 +20,10 @@ struct ServeProcessTests {
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             let emulator = try AppleEmulator(
                 configuration: AppleEmulatorConfiguration(
-                    teamID: "TEAMID1234", keyID: "KEYID12345", clientIDs: ["com.example.orchard.app"], clientPublicKeyPEM: key.publicKeyPEM,
+                    teamID: "TEAMID1234",
+                    keyID: "KEYID12345",
+                    clientIDs: ["com.example.orchard.app"],
+                    clientPublicKeyPEM: key.publicKeyPEM,
                     timeoutHold: .seconds(8)
                 ),
                 httpClient: http
@@ -64,7 +67,10 @@ struct ServeProcessTests {
 
         setup.emulator.clearFailures()
         let second = try await ServeProcess.start(
-            environment: setup.environment, port: first.port, logDirectory: setup.directory.path, http: setup.http
+            environment: setup.environment,
+            port: first.port,
+            logDirectory: setup.directory.path,
+            http: setup.http
         )
         let revoked = await eventually(timeout: 30) {
             setup.emulator.calls(to: .revoke).contains { $0.status == 200 }

@@ -85,21 +85,32 @@ extension Accounts {
                 let id = randomID("rev_")
                 let leaseUntil = now.addingTimeInterval(configuration.leaseDuration.seconds)
                 job = RevocationJob(
-                    id: id, clientID: record.clientID,
+                    id: id,
+                    clientID: record.clientID,
                     sealedToken: try vault.seal(token.value, context: Self.revocationContext(id)),
-                    hint: token.hint, attempts: 0, nextAttemptAt: leaseUntil, leaseUntil: leaseUntil, lastError: nil, createdAt: now
+                    hint: token.hint,
+                    attempts: 0,
+                    nextAttemptAt: leaseUntil,
+                    leaseUntil: leaseUntil,
+                    lastError: nil,
+                    createdAt: now
                 )
             } else {
                 job = nil
             }
             let audit = AuditRecord(
-                id: randomID("aud_"), subjectDigest: try await auditDigest(subject), event: "account.deleted",
-                reason: reason.rawValue, occurredAt: now
+                id: randomID("aud_"),
+                subjectDigest: try await auditDigest(subject),
+                event: "account.deleted",
+                reason: reason.rawValue,
+                occurredAt: now
             )
             change = AccountChange(
                 accountID: record.id,
                 action: .delete(audit: audit, revocation: job),
-                webhooks: webhooks(for: WebhookEvent(type: "account.deleted", id: randomID("evt_"), occurredAt: now, accountID: record.id, reason: reason.rawValue)),
+                webhooks: webhooks(
+                    for: WebhookEvent(type: "account.deleted", id: randomID("evt_"), occurredAt: now, accountID: record.id, reason: reason.rawValue)
+                ),
                 completesNotification: completesNotification,
                 at: now
             )
@@ -141,7 +152,12 @@ extension Accounts {
         let body = event.body
         return configuration.webhookURLs.map { url in
             WebhookDelivery(
-                id: randomID("whd_"), eventID: event.id, eventType: event.type, url: url, body: body, attempts: 0,
+                id: randomID("whd_"),
+                eventID: event.id,
+                eventType: event.type,
+                url: url,
+                body: body,
+                attempts: 0,
                 createdAt: event.occurredAt
             )
         }

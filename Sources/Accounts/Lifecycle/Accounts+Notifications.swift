@@ -30,9 +30,12 @@ extension Accounts {
             if let isPrivate = event.isPrivateEmail { object["is_private_email"] = isPrivate }
             let json = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
             let entry = InboxEntry(
-                jti: notification.jti, receivedAt: now, eventType: event.type.rawValue,
+                jti: notification.jti,
+                receivedAt: now,
+                eventType: event.type.rawValue,
                 subjectDigest: try await auditDigest(event.sub),
-                sealedEvent: try vault.seal(json, context: Self.notificationContext(notification.jti)), attempts: 0
+                sealedEvent: try vault.seal(json, context: Self.notificationContext(notification.jti)),
+                attempts: 0
             )
             inserted = try await store.insertNotification(entry, nextAttemptAt: now)
         } catch {
@@ -54,7 +57,9 @@ extension Accounts {
         let claimed: [InboxEntry]
         do {
             claimed = try await store.claimNotifications(
-                now: now, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds), limit: limit
+                now: now,
+                leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds),
+                limit: limit
             )
         } catch {
             logger.warning("cannot claim notifications", metadata: ["error": "\(error)"])
@@ -94,13 +99,19 @@ extension Accounts {
         case .emailEnabled, .emailDisabled:
             let forwarding: EmailForwarding = event.type == .emailEnabled ? .enabled : .disabled
             let webhook = WebhookEvent(
-                type: "account.email_forwarding_changed", id: randomID("evt_"), occurredAt: now, accountID: account.id,
+                type: "account.email_forwarding_changed",
+                id: randomID("evt_"),
+                occurredAt: now,
+                accountID: account.id,
                 emailForwarding: forwarding
             )
             applied = try await store.apply(
                 AccountChange(
-                    accountID: account.id, action: .setEmailForwarding(forwarding), webhooks: webhooks(for: webhook),
-                    completesNotification: entry.jti, at: now
+                    accountID: account.id,
+                    action: .setEmailForwarding(forwarding),
+                    webhooks: webhooks(for: webhook),
+                    completesNotification: entry.jti,
+                    at: now
                 )
             )
         case .consentRevoked where configuration.consentRevokedPolicy == .signOut:
@@ -125,12 +136,19 @@ extension Accounts {
     /// account is gone.
     func revokeCredential(_ account: AccountRecord, reason: String, completesNotification: String?, at now: Date) async throws -> Bool {
         let webhook = WebhookEvent(
-            type: "account.credential_revoked", id: randomID("evt_"), occurredAt: now, accountID: account.id, reason: reason
+            type: "account.credential_revoked",
+            id: randomID("evt_"),
+            occurredAt: now,
+            accountID: account.id,
+            reason: reason
         )
         return try await store.apply(
             AccountChange(
-                accountID: account.id, action: .revokeCredential, webhooks: webhooks(for: webhook),
-                completesNotification: completesNotification, at: now
+                accountID: account.id,
+                action: .revokeCredential,
+                webhooks: webhooks(for: webhook),
+                completesNotification: completesNotification,
+                at: now
             )
         )
     }
@@ -139,7 +157,7 @@ extension Accounts {
         do {
             _ = try await delete(account, reason: reason, revoke: false, completesNotification: jti, logger: logger)
             return true
-        } catch where error.code == .sessionInvalid {
+        } catch  where error.code == .sessionInvalid {
             return false
         }
     }

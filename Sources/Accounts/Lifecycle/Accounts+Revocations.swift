@@ -28,7 +28,9 @@ extension Accounts {
             Counter(label: "orchard_revocations_total", dimensions: [("outcome", "retry")]).increment()
             do {
                 try await store.rescheduleRevocation(
-                    id: job.id, attempts: attempts, nextAttemptAt: clock.now().addingTimeInterval(delay),
+                    id: job.id,
+                    attempts: attempts,
+                    nextAttemptAt: clock.now().addingTimeInterval(delay),
                     lastError: mapped.code.rawValue
                 )
             } catch {
@@ -52,7 +54,9 @@ extension Accounts {
         let claimed: [RevocationJob]
         do {
             claimed = try await store.claimRevocations(
-                now: now, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds), limit: limit
+                now: now,
+                leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds),
+                limit: limit
             )
         } catch {
             logger.warning("cannot claim revocations", metadata: ["error": "\(error)"])

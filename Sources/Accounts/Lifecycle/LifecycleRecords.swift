@@ -24,8 +24,15 @@ public struct RevocationJob: Sendable, Equatable {
 
     /// Creates a job.
     public init(
-        id: String, clientID: String, sealedToken: String, hint: TokenTypeHint, attempts: Int, nextAttemptAt: Date,
-        leaseUntil: Date?, lastError: String?, createdAt: Date
+        id: String,
+        clientID: String,
+        sealedToken: String,
+        hint: TokenTypeHint,
+        attempts: Int,
+        nextAttemptAt: Date,
+        leaseUntil: Date?,
+        lastError: String?,
+        createdAt: Date
     ) {
         self.id = id
         self.clientID = clientID

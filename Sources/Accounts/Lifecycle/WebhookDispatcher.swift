@@ -78,7 +78,10 @@ public struct WebhookDispatcher: Sendable {
         let now = clock.now()
         if now.timeIntervalSince(delivery.createdAt) >= configuration.webhookRetryWindow.seconds {
             Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "failed")]).increment()
-            logger.error("webhook given up after its retry window", metadata: ["webhook.id": "\(delivery.eventID)", "webhook.url": "\(delivery.url)"])
+            logger.error(
+                "webhook given up after its retry window",
+                metadata: ["webhook.id": "\(delivery.eventID)", "webhook.url": "\(delivery.url)"]
+            )
             try? await store.markWebhookFailed(id: delivery.id, attempts: attempts, lastError: failure)
             return
         }
