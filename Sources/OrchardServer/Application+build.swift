@@ -51,7 +51,8 @@ public func buildApplication(
     return OrchardApplication(application: application, accounts: accounts)
 }
 
-/// The background services: the revocation outbox, the notification inbox and the webhook outbox.
+/// The background services: the revocation outbox, the notification inbox, refresh-token validation and the webhook
+/// outbox.
 func backgroundWorkers(accounts: Accounts, store: SQLAccountStore, dependencies: OrchardDependencies) -> [any Service] {
     let logger = dependencies.logger
     var workers: [any Service] = [
@@ -60,6 +61,9 @@ func backgroundWorkers(accounts: Accounts, store: SQLAccountStore, dependencies:
         },
         JobWorker(name: "notifications", wakeups: accounts.wakeups.stream(.notifications), logger: logger) { logger in
             await accounts.processDueNotifications(logger: logger)
+        },
+        JobWorker(name: "refresh-validation", wakeups: accounts.wakeups.stream(.validations), batchSize: 64, logger: logger) { logger in
+            await accounts.processDueValidations(logger: logger)
         },
     ]
     if let secret = dependencies.configuration.webhookSecret {

@@ -137,7 +137,7 @@ public final class AppleIDStubServer: Sendable {
     /// A REST client for a port nothing listens on (connection refused).
     public static func unreachableRESTClient(secrets: ClientSecretSigner) -> AppleRESTClient {
         // Force-unwrap: a constant, valid URL.
-        AppleRESTClient(baseURL: URL(string: "http://127.0.0.1:1")!, httpClient: .shared, secrets: secrets, timeout: .seconds(5), logger: logger)
+        AppleRESTClient(baseURL: URL(string: "http://127.0.0.1:1")!, httpClient: .shared, secrets: secrets, timeout: .seconds(1), logger: logger)
     }
 
     private static var logger: Logger { Logger(label: "AppleIDStubServer", factory: { _ in SwiftLogNoOpLogHandler() }) }

@@ -11,6 +11,8 @@ public final class JobWakeups: Sendable {
         case notifications
         /// The webhook outbox.
         case webhooks
+        /// Refresh-token validation.
+        case validations
     }
 
     private let continuations: Mutex<[Kind: AsyncStream<Void>.Continuation]> = Mutex([:])

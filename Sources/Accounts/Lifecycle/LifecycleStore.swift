@@ -38,4 +38,16 @@ public protocol LifecycleStore: Sendable {
     func markWebhookFailed(id: String, attempts: Int, lastError: String) async throws
     /// Deliveries in a state (`pending`, `delivered`, `failed`), oldest first.
     func webhooks(status: String, limit: Int) async throws -> [WebhookDeliveryStatus]
+
+    /// Claims up to `limit` accounts whose refresh token is due for validation at `now` (held, credential valid),
+    /// moving their due time to `leaseUntil` so no other validator takes them meanwhile.
+    func claimDueValidations(now: Date, leaseUntil: Date, limit: Int) async throws -> [AccountRecord]
+    /// Records a successful validation: `last_validated_at`, the new access token, the next due time.
+    func recordValidation(accountID: String, at: Date, sealedAccessToken: String?, nextValidationAt: Date) async throws
+    /// Sets when an account is next due (`nil`: not until the next sign-in).
+    func scheduleValidation(accountID: String, at: Date?) async throws
+    /// Whether the account has a session that has neither ended nor expired at `now`.
+    func hasLiveSession(accountID: String, now: Date) async throws -> Bool
+    /// How many accounts are due at `now`, and the oldest due time among them.
+    func validationBacklog(now: Date) async throws -> (count: Int, oldestDue: Date?)
 }

@@ -11,7 +11,7 @@ public struct SQLAccountStore: AccountStore {
         self.database = database
     }
 
-    private static let accountColumns = """
+    static let accountColumns = """
         id, subject_hash, sealed_subject, sealed_email, is_private_email, email_forwarding, sealed_name, client_id,
         sealed_refresh_token, sealed_access_token, sealed_identity_token, apple_credential, last_validated_at,
         next_validation_at, created_at, updated_at

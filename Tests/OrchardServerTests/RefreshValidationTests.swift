@@ -1,0 +1,171 @@
+import Accounts
+import AppleIDEmulator
+import Foundation
+import Logging
+import NIOHTTP1
+import OrchardServer
+import OrchardTesting
+import Prometheus
+import SQLKit
+import Storage
+import Testing
+
+@Suite("Session lifetime tied to Apple: refresh-token validation")
+struct RefreshValidationTests {
+    /// One interval plus the largest jitter (an hour) and a little.
+    static let pastDue: Double = 86_400 + 3_600 + 5
+
+    static func refreshCalls(_ h: OrchardHarness) -> [EmulatorCall] {
+        h.emulator.calls(to: .token).filter { $0.grantType == "refresh_token" }
+    }
+
+    static func session(_ h: OrchardHarness, _ token: String) async throws -> TestResponse {
+        try await h.request(.GET, "/v1/session", bearer: token)
+    }
+
+    @Test("each account is validated once per interval, and the validation moves last_validated_at on")
+    func oncePerInterval() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let before = try await Self.session(h, token).json["account"] as? [String: Any]
+            h.clock.advance(by: 86_399)
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(Self.refreshCalls(h).isEmpty, "validated before the interval was over")
+            h.clock.advance(by: Self.pastDue - 86_399)
+            #expect(await eventually { Self.refreshCalls(h).count == 1 })
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(Self.refreshCalls(h).count == 1)
+            #expect(Self.refreshCalls(h).first?.clientID == OrchardHarness.clientID)
+            let after = try await Self.session(h, token)
+            #expect(after.status == 200)
+            let account = try #require(after.json["account"] as? [String: Any])
+            #expect(account["last_validated_at"] as? String != before?["last_validated_at"] as? String)
+            #expect(account["apple_credential"] as? String == "valid")
+            h.clock.advance(by: Self.pastDue)
+            #expect(await eventually { Self.refreshCalls(h).count == 2 })
+        }
+    }
+
+    @Test("revoking the app at Apple ends every session of that account, and only that account")
+    func revokedAtApple() async throws {
+        try await NotificationTests.withHarness { h, receiver in
+            let ada = h.emulator.makeUser()
+            let bob = h.emulator.makeUser()
+            let adaPhone = try await DeletionTests.signUp(h, ada)
+            let adaLaptop = try await DeletionTests.signUp(h, ada)
+            let bobPhone = try await DeletionTests.signUp(h, bob)
+            let adaID = try #require(try await Self.session(h, adaPhone).json["account"] as? [String: Any])["id"] as? String
+            #expect(h.emulator.revokeGrant(sub: ada.sub) >= 1)
+            h.clock.advance(by: Self.pastDue)
+            #expect(await eventually { (try? await Self.session(h, adaPhone))?.code == "session_revoked" })
+            for token in [adaPhone, adaLaptop] {
+                let response = try await Self.session(h, token)
+                #expect(response.status == 401)
+                #expect(response["reason"] == "apple_credential_revoked")
+            }
+            #expect(await eventually { Self.refreshCalls(h).count == 2 })
+            let bobSession = try await Self.session(h, bobPhone)
+            #expect(bobSession.status == 200)
+            #expect((bobSession.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
+            #expect(await eventually { receiver.delivered.count == 1 })
+            #expect(receiver.delivered.first?.json["type"] as? String == "account.credential_revoked")
+            #expect(receiver.delivered.first?.json["reason"] as? String == "invalid_grant")
+            #expect(receiver.delivered.first?.json["account_id"] as? String == adaID)
+            let revoked = try await h.accounts.account(id: try #require(adaID))
+            #expect(revoked.appleCredential == .revoked)
+
+            // No more validations for a revoked credential; a new grant brings it back.
+            h.clock.advance(by: Self.pastDue)
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(Self.refreshCalls(h).filter { $0.status == 400 }.count == 1)
+            let again = try await h.signIn(ada).response
+            #expect((again.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
+        }
+    }
+
+    @Test("an Apple outage keeps every session and retries; a long one never signs anyone out")
+    func outage() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            h.emulator.injectFailure(endpoint: .token, failure: .status(503), count: 1000)
+            h.clock.advance(by: Self.pastDue)
+            #expect(await eventually { Self.refreshCalls(h).count >= 1 })
+            for _ in 0..<3 {
+                h.clock.advance(by: 700)
+                try await Task.sleep(for: .milliseconds(1200))
+            }
+            #expect(Self.refreshCalls(h).count >= 2)
+            #expect(Self.refreshCalls(h).allSatisfy { $0.status == 503 })
+            #expect(try await Self.session(h, token).status == 200)
+            h.emulator.clearFailures()
+            h.clock.advance(by: 700)
+            #expect(await eventually { Self.refreshCalls(h).last?.status == 200 })
+            #expect(try await Self.session(h, token).status == 200)
+        }
+    }
+
+    @Test("invalid_client is a configuration fault: nobody is signed out")
+    func invalidClient() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            h.emulator.injectFailure(endpoint: .token, failure: .appleError("invalid_client"), count: 1000)
+            h.clock.advance(by: Self.pastDue)
+            #expect(await eventually { Self.refreshCalls(h).count == 1 })
+            try await Task.sleep(for: .milliseconds(500))
+            let response = try await Self.session(h, token)
+            #expect(response.status == 200)
+            #expect((response.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
+        }
+    }
+
+    @Test("only accounts with a live session are validated")
+    func onlyLiveSessions() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            #expect(try await h.request(.DELETE, "/v1/session", bearer: token).status == 204)
+            h.clock.advance(by: Self.pastDue)
+            try await Task.sleep(for: .milliseconds(1500))
+            h.clock.advance(by: Self.pastDue)
+            try await Task.sleep(for: .milliseconds(1500))
+            #expect(Self.refreshCalls(h).isEmpty)
+        }
+    }
+
+    static func extraValidator(_ h: OrchardHarness) async throws -> Accounts {
+        try await buildLifecycle(
+            OrchardDependencies(
+                configuration: h.configuration, database: h.database, httpClient: h.http, clock: h.clock,
+                registry: PrometheusCollectorRegistry(), logger: Logger(label: "test.validator")
+            )
+        ).0
+    }
+
+    @Test("three validators over one database never validate an account twice in an interval, and a restart does not validate early")
+    func severalValidators() async throws {
+        try await OrchardHarness.with { h in
+            var users: [EmulatedUser] = []
+            for _ in 0..<12 {
+                let user = h.emulator.makeUser()
+                users.append(user)
+                _ = try await DeletionTests.signUp(h, user)
+            }
+            // A restarted validator (a fresh lifecycle over the same file) finds nothing due yet.
+            let restarted = try await Self.extraValidator(h)
+            #expect(await restarted.processDueValidations(logger: Logger(label: "test")) == 0)
+            #expect(Self.refreshCalls(h).isEmpty)
+
+            let second = try await Self.extraValidator(h)
+            h.clock.advance(by: Self.pastDue)
+            async let a = restarted.processDueValidations(limit: 5, logger: Logger(label: "a"))
+            async let b = second.processDueValidations(limit: 5, logger: Logger(label: "b"))
+            _ = await (a, b)
+            #expect(await eventually { Self.refreshCalls(h).count == users.count })
+            try await Task.sleep(for: .milliseconds(1500))
+            _ = await restarted.processDueValidations(logger: Logger(label: "a"))
+            _ = await second.processDueValidations(logger: Logger(label: "b"))
+            let calls = Self.refreshCalls(h)
+            #expect(calls.count == users.count)
+            #expect(Set(calls.compactMap(\.refreshToken)).count == users.count)
+        }
+    }
+}
