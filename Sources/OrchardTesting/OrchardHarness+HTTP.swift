@@ -75,7 +75,7 @@ public struct OrchardClient: Sendable {
         } else if let body {
             request.body = .bytes(body)
         }
-        let response = try await http.execute(request, timeout: .seconds(30))
+        let response = try await http.execute(request, timeout: .seconds(60))
         let bytes = try await response.body.collect(upTo: 16 * 1024 * 1024)
         return TestResponse(
             status: Int(response.status.code),
@@ -160,8 +160,7 @@ extension OrchardHarness {
 
     /// Every database file's bytes, after the WAL was checkpointed into the main file.
     public func databaseBytes() async throws -> [(name: String, bytes: Data)] {
-        try await database.checkpoint()
-        return try directory.allFileContents()
+        try await testDatabase.files()
     }
 }
 

@@ -27,10 +27,10 @@ public final class OrchardHarness: Sendable {
     public let accounts: Accounts
     /// The running Orchard server.
     public let server: RunningService
-    /// The folder holding the database files.
-    public let directory: TemporaryDirectory
-    /// The database.
-    public let database: SQLiteDatabaseClient
+    /// The test's database (SQLite, or PostgreSQL with `ORCHARD_TEST_DATABASE=postgres`).
+    public let testDatabase: TestDatabase
+    /// The database client Orchard uses.
+    public var database: any DatabaseClient { testDatabase.client }
     /// The HTTP client the tests use.
     public let http: HTTPClient
     /// The configuration Orchard runs with.
@@ -42,8 +42,7 @@ public final class OrchardHarness: Sendable {
         emulatorServer: RunningEmulator,
         accounts: Accounts,
         server: RunningService,
-        directory: TemporaryDirectory,
-        database: SQLiteDatabaseClient,
+        testDatabase: TestDatabase,
         http: HTTPClient,
         configuration: OrchardConfiguration
     ) {
@@ -52,8 +51,7 @@ public final class OrchardHarness: Sendable {
         self.emulatorServer = emulatorServer
         self.accounts = accounts
         self.server = server
-        self.directory = directory
-        self.database = database
+        self.testDatabase = testDatabase
         self.http = http
         self.configuration = configuration
     }
@@ -93,12 +91,12 @@ public final class OrchardHarness: Sendable {
             httpClient: http
         )
         let emulatorServer = try await emulator.start()
-        let directory = try TemporaryDirectory()
+        let testDatabase = try await TestDatabase.make()
 
         var configuration = OrchardConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
-        configuration.database = .sqlite(path: directory.file("orchard.sqlite"))
+        configuration.database = testDatabase.url
         configuration.vaultKeys = [VaultKey.generate(id: "test1")]
         configuration.appleTeamID = "TEAMID1234"
         configuration.appleKeyID = "KEYID12345"
@@ -108,7 +106,7 @@ public final class OrchardHarness: Sendable {
         configure(&configuration)
 
         let logger = Logger(label: "test.orchard")
-        let database = try await SQLiteDatabaseClient.open(path: directory.file("orchard.sqlite"), logger: logger)
+        let database = testDatabase.client
         let holder = BuiltHolder()
         let server = try await RunningService.start { onServerRunning in
             let built = try await buildApplication(
@@ -131,8 +129,7 @@ public final class OrchardHarness: Sendable {
             emulatorServer: emulatorServer,
             accounts: holder.get()!,
             server: server,
-            directory: directory,
-            database: database,
+            testDatabase: testDatabase,
             http: http,
             configuration: configuration
         )
@@ -142,8 +139,7 @@ public final class OrchardHarness: Sendable {
     public func stop() async {
         await server.stop()
         await emulatorServer.stop()
-        await database.close()
+        await testDatabase.remove()
         try? await http.shutdown()
-        directory.remove()
     }
 }

@@ -5,12 +5,12 @@ extension DatabaseURL {
     /// Opens the database this URL names.
     ///
     /// - Throws: ``Accounts/StoreError`` when it cannot be reached or is not supported by this build.
-    public func open(logger: Logger) async throws -> any DatabaseClient {
+    public func open(poolSize: Int = 10, caFile: String? = nil, logger: Logger) async throws -> any DatabaseClient {
         switch self {
         case .sqlite(let path):
             return try await SQLiteDatabaseClient.open(path: path, logger: logger)
-        case .postgres:
-            throw StoreError.unavailable("PostgreSQL is not supported by this build yet; use sqlite:PATH")
+        case .postgres(let url):
+            return try PostgresDatabaseClient.open(url: url, poolSize: poolSize, caFile: caFile, logger: logger)
         }
     }
 }

@@ -60,16 +60,20 @@ struct DeletionTests {
             // Gone means gone: nothing of the user in any database file, plaintext or base64, WAL included.
             var secrets = [user.sub, "grace@example.com", "Grace", "Hopperish"]
             secrets += h.emulator.issuedTokens(sub: user.sub)
-            for file in try h.directory.allFileContents() {
+            let files = try await h.databaseBytes()
+            for file in files {
                 for secret in secrets {
                     for form in [secret, Data(secret.utf8).base64EncodedString()] {
                         #expect(file.bytes.range(of: Data(form.utf8)) == nil, "a value of the deleted user is in \(file.name)")
                     }
                 }
             }
-            // No ciphertext either: every sealed value of the account was removed with its row.
-            for file in try h.directory.allFileContents() {
-                #expect(file.bytes.range(of: Data("v1.test1.".utf8)) == nil, "ciphertext left in \(file.name)")
+            // On SQLite not even ciphertext is left: every sealed value was removed with its row and overwritten.
+            // (PostgreSQL keeps dead rows until vacuum; README says what remains there and for how long.)
+            if h.testDatabase.backend == .sqlite {
+                for file in files {
+                    #expect(file.bytes.range(of: Data("v1.test1.".utf8)) == nil, "ciphertext left in \(file.name)")
+                }
             }
         }
     }

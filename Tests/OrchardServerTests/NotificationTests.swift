@@ -176,8 +176,7 @@ struct NotificationTests {
             #expect(await eventually { receiver.delivered.count == 1 })  // the deletion's webhook only
             try await Task.sleep(for: .milliseconds(500))
             #expect(receiver.attempts.count == 1)
-            try await h.database.checkpoint()
-            for file in try h.directory.allFileContents() {
+            for file in try await h.databaseBytes() {
                 for secret in [user.sub, "someone.deleted@example.com"] {
                     #expect(file.bytes.range(of: Data(secret.utf8)) == nil, "the deleted subject is in \(file.name)")
                 }

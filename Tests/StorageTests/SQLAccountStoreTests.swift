@@ -3,21 +3,31 @@ import Foundation
 import Logging
 import OrchardTesting
 import Storage
+import SQLKit
 import Testing
 
+/// One conformance suite for every Storage implementation: each test runs on SQLite and, when a test cluster is
+/// reachable, on PostgreSQL.
 @Suite struct SQLAccountStoreTests {
-    func withStore(_ body: (SQLAccountStore, SQLiteDatabaseClient) async throws -> Void) async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let database = try await SQLiteDatabaseClient.open(path: directory.file("orchard.sqlite"), logger: Logger(label: "test"))
-        try await Migrator(database: database, logger: Logger(label: "test")).migrate()
+    static let backends = TestDatabase.availableBackends
+
+    func withStore(_ backend: TestDatabase.Backend, _ body: (SQLAccountStore, any DatabaseClient) async throws -> Void) async throws {
+        let database = try await TestDatabase.make(backend)
         do {
-            try await body(SQLAccountStore(database: database), database)
+            try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
+            try await body(SQLAccountStore(database: database.client), database.client)
         } catch {
-            await database.close()
+            await database.remove()
             throw error
         }
-        await database.close()
+        await database.remove()
+    }
+
+    @Test("PostgreSQL is reachable under CI=true (the conformance suite must not skip it there)")
+    func postgresPresentInCI() {
+        if ProcessInfo.processInfo.environment["CI"] == "true" {
+            #expect(TestDatabase.postgresAdminURL != nil, "CI must run the suite against PostgreSQL: scripts/ci-setup starts a cluster")
+        }
     }
 
     func account(id: String, subjectHash: String, at now: Date) -> AccountRecord {
@@ -41,9 +51,9 @@ import Testing
         )
     }
 
-    @Test("migrations run once and report the schema version")
-    func migrationsIdempotent() async throws {
-        try await withStore { _, database in
+    @Test("migrations run once and report the schema version", arguments: Self.backends)
+    func migrationsIdempotent(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { _, database in
             let migrator = Migrator(database: database, logger: Logger(label: "test"))
             let applied = try await migrator.migrate()
             let version = try await migrator.currentVersion()
@@ -52,9 +62,9 @@ import Testing
         }
     }
 
-    @Test("a nonce is consumed once, then reported reused; unknown and expired ones are told apart from reuse")
-    func nonces() async throws {
-        try await withStore { store, _ in
+    @Test("a nonce is consumed once, then reported reused; unknown and expired ones are told apart from reuse", arguments: Self.backends)
+    func nonces(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await store.insertNonce(hash: "h1", expiresAt: now.addingTimeInterval(600))
             try await store.insertNonce(hash: "h2", expiresAt: now.addingTimeInterval(600))
@@ -65,9 +75,9 @@ import Testing
         }
     }
 
-    @Test("a new account with a subject hash that already exists is a conflict, and nothing of it is stored")
-    func conflict() async throws {
-        try await withStore { store, _ in
+    @Test("a new account with a subject hash that already exists is a conflict, and nothing of it is stored", arguments: Self.backends)
+    func conflict(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let first = account(id: "acct_1", subjectHash: "same", at: now)
             try await store.recordSignIn(
@@ -90,9 +100,9 @@ import Testing
         }
     }
 
-    @Test("a session ends once, with its reason")
-    func sessions() async throws {
-        try await withStore { store, _ in
+    @Test("a session ends once, with its reason", arguments: Self.backends)
+    func sessions(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await store.recordSignIn(
                 account: account(id: "acct_1", subjectHash: "s", at: now),
@@ -106,5 +116,78 @@ import Testing
             #expect(session.expiresAt == now.addingTimeInterval(60))
             #expect(await store.isReachable())
         }
+    }
+
+    static func insertRevocations(_ count: Int, due: Date, into database: any DatabaseClient) async throws {
+        try await database.transaction { db in
+            for index in 0..<count {
+                try await db.raw(
+                    """
+                    INSERT INTO revocations (id, client_id, sealed_token, token_type_hint, attempts, next_attempt_at, created_at)
+                    VALUES (\(bind: "rev_\(index)"), 'com.example.app', 'v1.k.x', 'refresh_token', 0, \(bind: Int64(due.timeIntervalSince1970 * 1000)),
+                        \(bind: Int64(due.timeIntervalSince1970 * 1000)))
+                    """
+                ).run()
+            }
+        }
+    }
+
+    @Test("concurrent claimers never get the same job, and together get every one", arguments: Self.backends)
+    func concurrentClaims(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, database in
+            let now = Date(timeIntervalSince1970: 1_790_000_000)
+            try await Self.insertRevocations(60, due: now, into: database)
+            let claims = try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<6 {
+                    group.addTask {
+                        var mine: [String] = []
+                        while true {
+                            let batch = try await store.claimRevocations(now: now, leaseUntil: now.addingTimeInterval(60), limit: 4)
+                            if batch.isEmpty { return mine }
+                            mine += batch.map(\.id)
+                        }
+                    }
+                }
+                return try await group.reduce(into: [String]()) { $0 += $1 }
+            }
+            #expect(claims.count == 60)
+            #expect(Set(claims).count == 60)
+        }
+    }
+
+    @Test("a claimed job is taken over only after its lease, and a finished one never again", arguments: Self.backends)
+    func leases(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, database in
+            let now = Date(timeIntervalSince1970: 1_790_000_000)
+            try await Self.insertRevocations(2, due: now, into: database)
+            let first = try await store.claimRevocations(now: now, leaseUntil: now.addingTimeInterval(60), limit: 10)
+            #expect(first.count == 2)
+            #expect(try await store.claimRevocations(now: now.addingTimeInterval(30), leaseUntil: now.addingTimeInterval(90), limit: 10).isEmpty)
+            try await store.completeRevocation(id: first[0].id)
+            let takenOver = try await store.claimRevocations(now: now.addingTimeInterval(61), leaseUntil: now.addingTimeInterval(121), limit: 10)
+            #expect(takenOver.map(\.id) == [first[1].id])
+            try await store.rescheduleRevocation(id: first[1].id, attempts: 1, nextAttemptAt: now.addingTimeInterval(200), lastError: "apple_unavailable")
+            #expect(try await store.claimRevocations(now: now.addingTimeInterval(199), leaseUntil: now.addingTimeInterval(260), limit: 10).isEmpty)
+            #expect(try await store.claimRevocations(now: now.addingTimeInterval(200), leaseUntil: now.addingTimeInterval(260), limit: 10).count == 1)
+        }
+    }
+
+    @Test("two migrators starting together on an empty database both succeed, and the schema is applied once", arguments: Self.backends)
+    func concurrentMigrations(_ backend: TestDatabase.Backend) async throws {
+        let database = try await TestDatabase.make(backend)
+        do {
+            async let first = Migrator(database: database.client, logger: Logger(label: "a")).migrate()
+            async let second = Migrator(database: database.client, logger: Logger(label: "b")).migrate()
+            let (a, b) = try await (first, second)
+            #expect((a + b).sorted() == Array(1...Migrator.latestVersion))
+            let salts = try await database.client.withDatabase { db in
+                try await db.raw("SELECT COUNT(*) AS n FROM orchard_settings WHERE name = 'audit_salt'").first()?.decode(column: "n", as: Int.self)
+            }
+            #expect(salts == 1)
+        } catch {
+            await database.remove()
+            throw error
+        }
+        await database.remove()
     }
 }

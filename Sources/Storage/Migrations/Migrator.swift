@@ -20,9 +20,13 @@ public struct Migrator: Sendable {
     /// Applies every migration not applied yet, each in its own transaction; returns the versions applied.
     ///
     /// The first migration also writes the installation's salt for the audit hash of deleted subjects.
+    /// On PostgreSQL every step first takes a transaction-scoped advisory lock, so replicas starting together migrate one
+    /// after the other and each sees what the other applied.
     @discardableResult
     public func migrate(random: any RandomSource = SystemRandomSource()) async throws -> [Int] {
-        try await database.withDatabase { db in
+        let lock = lockStatement
+        try await database.transaction { db in
+            if let lock { try await db.raw(SQLQueryString(lock)).run() }
             try await db.raw(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"
             ).run()
@@ -32,6 +36,7 @@ public struct Migrator: Sendable {
             let salt = random.bytes(32).map { String(format: "%02x", $0) }.joined()
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let didApply = try await database.transaction { db -> Bool in
+                if let lock { try await db.raw(SQLQueryString(lock)).run() }
                 let done = try await db.raw("SELECT version FROM schema_migrations WHERE version = \(bind: migration.version)").all()
                 guard done.isEmpty else { return false }
                 for statement in migration.statements {
@@ -56,6 +61,11 @@ public struct Migrator: Sendable {
             }
         }
         return applied
+    }
+
+    /// `SELECT pg_advisory_xact_lock(…)` on PostgreSQL; SQLite's `BEGIN IMMEDIATE` already serializes writers.
+    private var lockStatement: String? {
+        database.flavor == .postgres ? "SELECT pg_advisory_xact_lock(7262634) AS locked" : nil
     }
 
     /// The highest applied version, or 0 on an empty database.

@@ -101,7 +101,8 @@ extension SQLAccountStore: LifecycleStore {
 
     /// Claims due, unheld revocations.
     public func claimRevocations(now: Date, leaseUntil: Date, limit: Int) async throws -> [RevocationJob] {
-        try await database.transaction { db in
+        let lockingClause = self.lockingClause
+        return try await database.transaction { db in
             let rows = try await db.raw(
                 """
                 UPDATE revocations SET lease_until = \(bind: leaseUntil.milliseconds)
@@ -109,7 +110,7 @@ extension SQLAccountStore: LifecycleStore {
                     SELECT id FROM revocations
                     WHERE next_attempt_at <= \(bind: now.milliseconds)
                       AND (lease_until IS NULL OR lease_until <= \(bind: now.milliseconds))
-                    ORDER BY next_attempt_at LIMIT \(bind: limit)
+                    ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
                 )
                 RETURNING id, client_id, sealed_token, token_type_hint, attempts, next_attempt_at, lease_until, last_error, created_at
                 """
@@ -185,7 +186,8 @@ extension SQLAccountStore: LifecycleStore {
 
     /// Claims due, unprocessed notifications.
     public func claimNotifications(now: Date, leaseUntil: Date, limit: Int) async throws -> [InboxEntry] {
-        try await database.transaction { db in
+        let lockingClause = self.lockingClause
+        return try await database.transaction { db in
             try await db.raw(
                 """
                 UPDATE notification_inbox SET lease_until = \(bind: leaseUntil.milliseconds)
@@ -193,7 +195,7 @@ extension SQLAccountStore: LifecycleStore {
                     SELECT jti FROM notification_inbox
                     WHERE next_attempt_at <= \(bind: now.milliseconds) AND processed_at IS NULL
                       AND (lease_until IS NULL OR lease_until <= \(bind: now.milliseconds))
-                    ORDER BY next_attempt_at LIMIT \(bind: limit)
+                    ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
                 )
                 RETURNING jti, received_at, event_type, subject_digest, sealed_event, attempts
                 """
@@ -256,7 +258,8 @@ extension SQLAccountStore: LifecycleStore {
 
     /// Claims due, pending deliveries.
     public func claimWebhooks(now: Date, leaseUntil: Date, limit: Int) async throws -> [WebhookDelivery] {
-        try await database.transaction { db in
+        let lockingClause = self.lockingClause
+        return try await database.transaction { db in
             try await db.raw(
                 """
                 UPDATE webhook_outbox SET lease_until = \(bind: leaseUntil.milliseconds)
@@ -264,7 +267,7 @@ extension SQLAccountStore: LifecycleStore {
                     SELECT id FROM webhook_outbox
                     WHERE next_attempt_at <= \(bind: now.milliseconds) AND status = 'pending'
                       AND (lease_until IS NULL OR lease_until <= \(bind: now.milliseconds))
-                    ORDER BY next_attempt_at LIMIT \(bind: limit)
+                    ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
                 )
                 RETURNING id, event_id, event_type, url, body, attempts, created_at
                 """

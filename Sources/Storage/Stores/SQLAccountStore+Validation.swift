@@ -5,7 +5,8 @@ import SQLKit
 extension SQLAccountStore {
     /// Claims accounts due for validation through the `next_validation_at` index; only due rows are touched.
     public func claimDueValidations(now: Date, leaseUntil: Date, limit: Int) async throws -> [AccountRecord] {
-        try await database.transaction { db in
+        let lockingClause = self.lockingClause
+        return try await database.transaction { db in
             try await db.raw(
                 """
                 UPDATE accounts SET next_validation_at = \(bind: leaseUntil.milliseconds)
@@ -13,7 +14,7 @@ extension SQLAccountStore {
                     SELECT id FROM accounts
                     WHERE next_validation_at <= \(bind: now.milliseconds)
                       AND apple_credential = 'valid' AND sealed_refresh_token IS NOT NULL
-                    ORDER BY next_validation_at LIMIT \(bind: limit)
+                    ORDER BY next_validation_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
                 )
                 RETURNING \(unsafeRaw: Self.accountColumns)
                 """

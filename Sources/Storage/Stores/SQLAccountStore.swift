@@ -11,6 +11,10 @@ public struct SQLAccountStore: AccountStore {
         self.database = database
     }
 
+    /// How a claim's subquery locks the rows it picks: on PostgreSQL `FOR UPDATE SKIP LOCKED`, so concurrent replicas
+    /// each take different rows; SQLite has one writer and drops the clause.
+    var lockingClause: String { database.flavor == .postgres ? "FOR UPDATE SKIP LOCKED" : "" }
+
     static let accountColumns = """
         id, subject_hash, sealed_subject, sealed_email, is_private_email, email_forwarding, sealed_name, client_id,
         sealed_refresh_token, sealed_access_token, sealed_identity_token, apple_credential, last_validated_at,

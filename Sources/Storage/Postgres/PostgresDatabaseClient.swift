@@ -1,0 +1,153 @@
+import Accounts
+import Foundation
+public import Logging
+import NIOSSL
+import PostgresKit
+import PostgresNIO
+public import SQLKit
+
+/// PostgreSQL for several replicas: a pooled `PostgresClient` whose background run task this client owns.
+///
+/// Every call is bounded by a deadline, so a database outage answers `storage_unavailable` instead of hanging, and the
+/// pool reconnects by itself when the server returns.
+public final class PostgresDatabaseClient: DatabaseClient {
+    private let client: PostgresClient
+    private let runner: Task<Void, Never>
+    private let logger: Logger
+    private let deadline: Duration
+
+    /// Always ``DatabaseFlavor/postgres``.
+    public var flavor: DatabaseFlavor { .postgres }
+
+    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, deadline: Duration) {
+        self.client = client
+        self.runner = runner
+        self.logger = logger
+        self.deadline = deadline
+    }
+
+    /// Connects a pool to `url` (`postgres://USER:PASS@HOST:PORT/DB?sslmode=disable|prefer|require`).
+    ///
+    /// - Parameters:
+    ///   - poolSize: connections at most (`ORCHARD_DATABASE_POOL_SIZE`).
+    ///   - caFile: CA certificates that verify the server's certificate (`ORCHARD_DATABASE_CA_FILE`).
+    /// - Throws: ``Accounts/StoreError`` for a URL or CA file that cannot be used.
+    public static func open(
+        url: String,
+        poolSize: Int,
+        caFile: String?,
+        deadline: Duration = .seconds(5),
+        logger: Logger
+    ) throws -> PostgresDatabaseClient {
+        guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
+            throw StoreError.unavailable("ORCHARD_DATABASE_URL is not a postgres://USER:PASS@HOST:PORT/DB URL")
+        }
+        let mode = components.queryItems?.last { ["sslmode", "tlsmode", "ssl", "tls"].contains($0.name.lowercased()) }?.value?.lowercased()
+        var tlsConfiguration = TLSConfiguration.makeClientConfiguration()
+        if let caFile {
+            do {
+                tlsConfiguration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
+            } catch {
+                throw StoreError.unavailable("ORCHARD_DATABASE_CA_FILE \(caFile) is not a PEM certificate file")
+            }
+        }
+        let tls: PostgresClient.Configuration.TLS =
+            switch mode {
+            case "disable", "false", "off": .disable
+            case "require", "verify-ca", "verify-full", "true", "on": .require(tlsConfiguration)
+            default: .prefer(tlsConfiguration)
+            }
+        let database = String(components.path.drop { $0 == "/" })
+        var configuration = PostgresClient.Configuration(
+            host: host,
+            port: components.port ?? 5432,
+            username: components.user?.removingPercentEncoding ?? "postgres",
+            password: components.password?.removingPercentEncoding,
+            database: database.isEmpty ? nil : database,
+            tls: tls
+        )
+        configuration.options.maximumConnections = poolSize
+        configuration.options.connectTimeout = deadline
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        return PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: deadline)
+    }
+
+    /// Runs `body` on a pooled connection.
+    public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        // The bounded task group waits for its child before returning, so `body` does not really escape.
+        try await withoutActuallyEscaping(body) { body in
+            try await bounded {
+                try await self.client.withConnection { connection in
+                    try await body(connection.sql())
+                }
+            }
+        }
+    }
+
+    /// Runs `body` in one transaction on one pooled connection.
+    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await withoutActuallyEscaping(body) { body in
+            try await bounded {
+                try await self.client.withConnection { connection in
+                    let database = connection.sql()
+                    try await database.raw("BEGIN").run()
+                    do {
+                        let result = try await body(database)
+                        try await database.raw("COMMIT").run()
+                        return result
+                    } catch {
+                        try? await database.raw("ROLLBACK").run()
+                        throw error
+                    }
+                }
+            }
+        }
+    }
+
+    /// Nothing to do at once: PostgreSQL keeps deleted rows until vacuum and old pages in its WAL (see README).
+    public func purgeDeletedData() async throws {}
+
+    /// Stops the pool.
+    public func close() async {
+        runner.cancel()
+        await runner.value
+    }
+
+    /// Runs `work` within the deadline, mapping connection failures to ``Accounts/StoreError/unavailable(_:)``.
+    private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await work() }
+                group.addTask {
+                    try await Task.sleep(for: self.deadline * 3)
+                    return nil
+                }
+                guard let first = try await group.next(), let result = first else {
+                    group.cancelAll()
+                    throw StoreError.unavailable("PostgreSQL did not answer in time")
+                }
+                group.cancelAll()
+                return result
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch let error as PSQLError {
+            if Self.isUnavailability(error) {
+                throw StoreError.unavailable("PostgreSQL: \(error.code)")
+            }
+            throw error
+        }
+    }
+
+    private static func isUnavailability(_ error: PSQLError) -> Bool {
+        switch error.code {
+        case .server:
+            // Class 08: connection exception; 57P0x: shutdown; 53xxx: insufficient resources.
+            let state = error.serverInfo?[.sqlState] ?? ""
+            return state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53")
+        default:
+            return true
+        }
+    }
+}
