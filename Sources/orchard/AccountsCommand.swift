@@ -171,7 +171,11 @@ struct AccountsCommand: AsyncParsableCommand {
 
     static func openDatabase(_ configuration: OrchardConfiguration, logger: Logger) async throws -> any DatabaseClient {
         do {
-            return try await configuration.database.open(poolSize: configuration.databasePoolSize, caFile: configuration.databaseCAFile, logger: logger)
+            return try await configuration.database.open(
+                poolSize: configuration.databasePoolSize,
+                caFile: configuration.databaseCAFile,
+                logger: logger
+            )
         } catch {
             CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
         }

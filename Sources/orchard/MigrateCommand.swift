@@ -16,7 +16,11 @@ struct MigrateCommand: AsyncParsableCommand {
         let logger = Logger(label: "orchard.migrate")
         let database: any DatabaseClient
         do {
-            database = try await configuration.database.open(poolSize: configuration.databasePoolSize, caFile: configuration.databaseCAFile, logger: logger)
+            database = try await configuration.database.open(
+                poolSize: configuration.databasePoolSize,
+                caFile: configuration.databaseCAFile,
+                logger: logger
+            )
         } catch {
             CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
         }

@@ -23,7 +23,11 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "orchard")
         let database: any DatabaseClient
         do {
-            database = try await configuration.database.open(poolSize: configuration.databasePoolSize, caFile: configuration.databaseCAFile, logger: logger)
+            database = try await configuration.database.open(
+                poolSize: configuration.databasePoolSize,
+                caFile: configuration.databaseCAFile,
+                logger: logger
+            )
         } catch {
             CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
         }

@@ -134,8 +134,12 @@ struct RefreshValidationTests {
     static func extraValidator(_ h: OrchardHarness) async throws -> Accounts {
         try await buildLifecycle(
             OrchardDependencies(
-                configuration: h.configuration, database: h.database, httpClient: h.http, clock: h.clock,
-                registry: PrometheusCollectorRegistry(), logger: Logger(label: "test.validator")
+                configuration: h.configuration,
+                database: h.database,
+                httpClient: h.http,
+                clock: h.clock,
+                registry: PrometheusCollectorRegistry(),
+                logger: Logger(label: "test.validator")
             )
         ).0
     }

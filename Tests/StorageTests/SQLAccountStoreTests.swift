@@ -2,8 +2,8 @@ import Accounts
 import Foundation
 import Logging
 import OrchardTesting
-import Storage
 import SQLKit
+import Storage
 import Testing
 
 /// One conformance suite for every Storage implementation: each test runs on SQLite and, when a test cluster is
@@ -166,7 +166,12 @@ import Testing
             try await store.completeRevocation(id: first[0].id)
             let takenOver = try await store.claimRevocations(now: now.addingTimeInterval(61), leaseUntil: now.addingTimeInterval(121), limit: 10)
             #expect(takenOver.map(\.id) == [first[1].id])
-            try await store.rescheduleRevocation(id: first[1].id, attempts: 1, nextAttemptAt: now.addingTimeInterval(200), lastError: "apple_unavailable")
+            try await store.rescheduleRevocation(
+                id: first[1].id,
+                attempts: 1,
+                nextAttemptAt: now.addingTimeInterval(200),
+                lastError: "apple_unavailable"
+            )
             #expect(try await store.claimRevocations(now: now.addingTimeInterval(199), leaseUntil: now.addingTimeInterval(260), limit: 10).isEmpty)
             #expect(try await store.claimRevocations(now: now.addingTimeInterval(200), leaseUntil: now.addingTimeInterval(260), limit: 10).count == 1)
         }

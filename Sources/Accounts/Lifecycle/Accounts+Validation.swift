@@ -21,7 +21,9 @@ extension Accounts {
         let claimed: [AccountRecord]
         do {
             claimed = try await store.claimDueValidations(
-                now: now, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds), limit: limit
+                now: now,
+                leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds),
+                limit: limit
             )
             let backlog = try await store.validationBacklog(now: now)
             Gauge(label: "orchard_refresh_validations_due").record(backlog.count)
@@ -62,14 +64,20 @@ extension Accounts {
                 let response = try await apple.validateRefreshToken(refreshToken, clientID: account.clientID)
                 let sealedAccess = try response.accessToken.map { try vault.seal($0, context: Self.context(account.id, "access_token")) }
                 try await store.recordValidation(
-                    accountID: account.id, at: clock.now(), sealedAccessToken: sealedAccess, nextValidationAt: nextValidation(after: clock.now())
+                    accountID: account.id,
+                    at: clock.now(),
+                    sealedAccessToken: sealedAccess,
+                    nextValidationAt: nextValidation(after: clock.now())
                 )
                 Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "valid")]).increment()
             } catch {
                 try await handleValidationFailure(account, error: Self.mapApple(error), logger: logger)
             }
         } catch {
-            logger.error("refresh validation could not be recorded; it will be retried", metadata: ["account.id": "\(account.id)", "error": "\(error)"])
+            logger.error(
+                "refresh validation could not be recorded; it will be retried",
+                metadata: ["account.id": "\(account.id)", "error": "\(error)"]
+            )
         }
     }
 

@@ -67,7 +67,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
             tls: tls
         )
         configuration.options.maximumConnections = poolSize
-        configuration.options.connectTimeout = deadline
+        configuration.options.connectTimeout = .seconds(3)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await client.run() }
         return PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: deadline)
@@ -120,7 +120,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
             return try await withThrowingTaskGroup(of: T?.self) { group in
                 group.addTask { try await work() }
                 group.addTask {
-                    try await Task.sleep(for: self.deadline * 3)
+                    try await Task.sleep(for: self.deadline * 2)
                     return nil
                 }
                 guard let first = try await group.next(), let result = first else {

@@ -1,0 +1,125 @@
+import AppleIDEmulator
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import OrchardTesting
+import Synchronization
+import Testing
+
+/// A PostgreSQL cluster of this test's own, so stopping it disturbs no other test.
+struct DedicatedCluster {
+    let url: String
+    let data: String
+    let bin: String
+    let user: String
+
+    static func start() throws -> DedicatedCluster {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("scripts/start-test-postgres")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [script.path]
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var values: [String: String] = [:]
+        for line in text.split(separator: "\n") where line.hasPrefix("export ") {
+            let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
+            if pair.count == 2 { values[String(pair[0])] = String(pair[1]) }
+        }
+        guard let url = values["ORCHARD_TEST_POSTGRES_URL"], let data = values["ORCHARD_TEST_POSTGRES_DATA"],
+            let bin = values["ORCHARD_TEST_POSTGRES_BIN"], let user = values["ORCHARD_TEST_POSTGRES_USER"]
+        else { throw CancellationError() }
+        return DedicatedCluster(url: url, data: data, bin: bin, user: user)
+    }
+
+    var port: String { URLComponents(string: url)?.port.map(String.init) ?? "5432" }
+
+    func pgctl(_ arguments: String) {
+        let directory = (data as NSString).deletingLastPathComponent
+        let command = "\(bin)/pg_ctl -D \(data) -l \(directory)/server.log -w \(arguments)"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/su")
+        process.arguments = ["-s", "/bin/sh", user, "-c", command]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try? process.run()
+        process.waitUntilExit()
+    }
+
+    func stop() { pgctl("stop -m fast") }
+
+    func start() {
+        let directory = (data as NSString).deletingLastPathComponent
+        pgctl("-o '-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off' start")
+    }
+
+    func remove() {
+        stop()
+        try? FileManager.default.removeItem(atPath: (data as NSString).deletingLastPathComponent)
+    }
+}
+
+@Suite(
+    "PostgreSQL stopped and started under load",
+    .enabled(if: TestDatabase.postgresAdminURL != nil && getuid() == 0, "needs a PostgreSQL test cluster and root to run its own")
+)
+struct DatabaseOutageTests {
+    @Test("while the database is down: 503 storage_unavailable and readiness 503, never a 500; both recover, nothing lost")
+    func outageUnderLoad() async throws {
+        let cluster = try DedicatedCluster.start()
+        let setup = try await ServeProcessTests.Setup.start()
+        var environment = setup.environment
+        environment["ORCHARD_DATABASE_URL"] = cluster.url
+        let serve = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
+        do {
+            let client = setup.client(serve)
+            let user = setup.emulator.makeUser()
+            let signIn = try await client.signIn(user, clientID: "com.example.orchard.app").response
+            let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+
+            let statuses = Mutex<[Int]>([])
+            let load = Task {
+                while !Task.isCancelled {
+                    for path in ["/v1/session", "/health/ready"] {
+                        if let response = try? await client.request(.GET, path, bearer: token) {
+                            statuses.withLock { $0.append(response.status) }
+                        }
+                    }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            try await Task.sleep(for: .seconds(1))
+            cluster.stop()
+            let sawOutage = await eventually(timeout: 30) {
+                (try? await client.request(.GET, "/health/ready"))?.status == 503
+            }
+            #expect(sawOutage)
+            let during = try await client.request(.GET, "/v1/session", bearer: token)
+            #expect(during.status == 503)
+            #expect(during.code == "storage_unavailable")
+            #expect(try await client.request(.POST, "/v1/auth/apple/nonce").code == "storage_unavailable")
+            cluster.start()
+            let recovered = await eventually(timeout: 60) {
+                (try? await client.request(.GET, "/health/ready"))?.status == 200
+            }
+            #expect(recovered, "\(serve.logText.suffix(3000))")
+            load.cancel()
+            _ = await load.value
+            #expect(try await client.request(.GET, "/v1/session", bearer: token).status == 200)
+            let seen = statuses.withLock { $0 }
+            #expect(!seen.contains(500), "a 500 was answered during the outage")
+            #expect(seen.contains(503))
+            #expect(serve.terminate() == 0)
+        } catch {
+            serve.kill()
+            await setup.stop()
+            cluster.remove()
+            throw error
+        }
+        await setup.stop()
+        cluster.remove()
+    }
+}
