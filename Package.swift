@@ -207,7 +207,7 @@ let package = Package(
         .testTarget(
             name: "orchardTests",
             dependencies: [
-                "orchard", "OrchardTesting", "AppleIDEmulator",
+                "orchard", "OrchardTesting", "AppleIDEmulator", "Storage",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],

@@ -81,7 +81,7 @@ struct AccountsCommand: AsyncParsableCommand {
             CommandSupport.bootstrapLogging(level: configuration.logLevel)
             let logger = Logger(label: "orchard.accounts")
             let database = try await AccountsCommand.openDatabase(configuration, logger: logger)
-            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let http = HTTPClient.makeOrchardClient()
             let outcome: Result<DeletionResult, AccountsError>
             do {
                 let (accounts, _) = try await buildLifecycle(

@@ -31,7 +31,7 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
         }
-        let httpClient = HTTPClient(eventLoopGroupProvider: .singleton)
+        let httpClient = HTTPClient.makeOrchardClient()
         do {
             var built = try await buildApplication(
                 OrchardDependencies(

@@ -16,14 +16,11 @@ struct DedicatedCluster {
     static func start() throws -> DedicatedCluster {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("scripts/start-test-postgres")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [script.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        // The script's output goes to a file: a pipe's write end can stay open in this process and never give EOF.
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-\(UUID().uuidString).env")
+        Self.shell("bash '\(script.path)' > '\(output.path)'")
+        let text = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+        try? FileManager.default.removeItem(at: output)
         var values: [String: String] = [:]
         for line in text.split(separator: "\n") where line.hasPrefix("export ") {
             let pair = line.dropFirst("export ".count).split(separator: "=", maxSplits: 1)
@@ -40,14 +37,23 @@ struct DedicatedCluster {
     func pgctl(_ arguments: String) {
         let directory = (data as NSString).deletingLastPathComponent
         let command = "\(bin)/pg_ctl -D \(data) -l \(directory)/server.log -w \(arguments)"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/su")
-        process.arguments = ["-s", "/bin/sh", user, "-c", command]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
+        shell("su -s /bin/sh \(user) -c \"\(command)\" >/dev/null 2>&1")
     }
+
+    /// Runs a shell command and waits for it with `waitpid` (Foundation's `Process` did not reap it here).
+    @discardableResult
+    static func shell(_ command: String) -> Int32 {
+        var pid: pid_t = 0
+        let arguments = ["/bin/sh", "-c", command]
+        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else { return -1 }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+        return status
+    }
+
+    func shell(_ command: String) { Self.shell(command) }
 
     func stop() { pgctl("stop -m fast") }
 

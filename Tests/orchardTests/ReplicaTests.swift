@@ -3,6 +3,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
 import OrchardTesting
+import Storage
 import Testing
 
 /// Several `orchard serve` replicas on one PostgreSQL database: every job exactly once, through crashes and outages.
@@ -19,7 +20,7 @@ struct ReplicaTests {
             let setup = try await ServeProcessTests.Setup.start()
             let database = try await TestDatabase.make(.postgres)
             let receiver = try await WebhookReceiver.start()
-            guard case .postgres(url: let url) = database.url else { throw CancellationError() }
+            guard case .postgres(let url) = database.url else { throw CancellationError() }
             var environment = setup.environment
             environment["ORCHARD_DATABASE_URL"] = url
             environment["ORCHARD_WEBHOOK_URLS"] = receiver.url
