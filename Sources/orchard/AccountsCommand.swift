@@ -80,7 +80,7 @@ struct AccountsCommand: AsyncParsableCommand {
             let configuration = try await CommandSupport.loadConfiguration(needs: .all)
             CommandSupport.bootstrapLogging(level: configuration.logLevel)
             let logger = Logger(label: "orchard.accounts")
-            let database = try await AccountsCommand.openDatabase(configuration, logger: logger)
+            let database = await CommandSupport.openDatabase(configuration, logger: logger)
             let http = HTTPClient.makeOrchardClient()
             let outcome: Result<DeletionResult, AccountsError>
             do {
@@ -169,24 +169,12 @@ struct AccountsCommand: AsyncParsableCommand {
         }
     }
 
-    static func openDatabase(_ configuration: OrchardConfiguration, logger: Logger) async throws -> any DatabaseClient {
-        do {
-            return try await configuration.database.open(
-                poolSize: configuration.databasePoolSize,
-                caFile: configuration.databaseCAFile,
-                logger: logger
-            )
-        } catch {
-            CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
-        }
-    }
-
     /// Opens the database and the vault for an operator command.
     static func withAccounts(_ body: (Accounts) async throws -> Void) async throws {
         let configuration = try await CommandSupport.loadConfiguration(needs: .vault)
         CommandSupport.bootstrapLogging(level: configuration.logLevel)
         let logger = Logger(label: "orchard.accounts")
-        let database = try await openDatabase(configuration, logger: logger)
+        let database = await CommandSupport.openDatabase(configuration, logger: logger)
         try await Migrator(database: database, logger: logger).migrate()
         let accounts = Accounts(
             store: SQLAccountStore(database: database),

@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import OrchardServer
 import Prometheus
+import Storage
 
 /// What every command does first: read the configuration, set up logs and metrics.
 enum CommandSupport {
@@ -22,6 +23,19 @@ enum CommandSupport {
     static func fail(_ error: ConfigurationError) -> Never {
         FileHandle.standardError.write(Data("orchard: \(error)\n".utf8))
         exit(2)
+    }
+
+    /// Opens `ORCHARD_DATABASE_URL`, printing one line and exiting 2 when it cannot be used.
+    static func openDatabase(_ configuration: OrchardConfiguration, logger: Logger) async -> any DatabaseClient {
+        do {
+            return try await configuration.database.open(
+                poolSize: configuration.databasePoolSize,
+                caFile: configuration.databaseCAFile,
+                logger: logger
+            )
+        } catch {
+            fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
+        }
     }
 
     /// Sends logs to standard error at `level`.

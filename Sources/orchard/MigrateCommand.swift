@@ -14,16 +14,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let configuration = try await CommandSupport.loadConfiguration(needs: [])
         CommandSupport.bootstrapLogging(level: configuration.logLevel)
         let logger = Logger(label: "orchard.migrate")
-        let database: any DatabaseClient
-        do {
-            database = try await configuration.database.open(
-                poolSize: configuration.databasePoolSize,
-                caFile: configuration.databaseCAFile,
-                logger: logger
-            )
-        } catch {
-            CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
-        }
+        let database = await CommandSupport.openDatabase(configuration, logger: logger)
         let migrator = Migrator(database: database, logger: logger)
         let applied = try await migrator.migrate()
         let version = try await migrator.currentVersion()

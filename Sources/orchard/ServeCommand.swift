@@ -21,16 +21,7 @@ struct ServeCommand: AsyncParsableCommand {
         CommandSupport.bootstrapLogging(level: configuration.logLevel)
         let registry = CommandSupport.bootstrapMetrics()
         let logger = Logger(label: "orchard")
-        let database: any DatabaseClient
-        do {
-            database = try await configuration.database.open(
-                poolSize: configuration.databasePoolSize,
-                caFile: configuration.databaseCAFile,
-                logger: logger
-            )
-        } catch {
-            CommandSupport.fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
-        }
+        let database = await CommandSupport.openDatabase(configuration, logger: logger)
         let httpClient = HTTPClient.makeOrchardClient()
         do {
             var built = try await buildApplication(
