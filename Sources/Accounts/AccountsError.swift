@@ -22,6 +22,7 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         case sessionRevoked = "session_revoked"
         case notFound = "not_found"
         case notificationInvalid = "notification_invalid"
+        case stateInvalid = "state_invalid"
         case internalError = "internal_error"
     }
 

@@ -26,6 +26,8 @@ public final class AppleEmulator: Sendable {
     let httpClient: HTTPClient
     /// Logs calls and the server's life.
     let logger: Logger
+    /// The subject of the user who consents on `/auth/authorize` when no `login_hint` names one (``setWebUser(_:)``).
+    let webUserSub = Mutex<String?>(nil)
 
     /// Creates an emulator with a fresh RSA-2048 signing key.
     ///

@@ -1,13 +1,16 @@
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Apple's REST endpoints: `GET /auth/keys`, `POST /auth/token`, `POST /auth/revoke`.
+/// Apple's endpoints: `GET /auth/keys`, `POST /auth/token`, `POST /auth/revoke`, and the web flow's
+/// `GET /auth/authorize`.
 ///
-/// Each call is logged as it arrives, waits out the latency, then meets any injected failure before the real work.
-/// `/auth/authorize` (the web flow) and `/auth/usermigrationinfo` are added here when they are emulated.
+/// Each call is logged as it arrives, waits out the latency, then meets any injected failure before the real work
+/// (`/auth/authorize`, a page for a browser, is not delayed). `/auth/usermigrationinfo` is added here when it is
+/// emulated.
 struct AppleEndpointsController<Context: RequestContext>: Sendable {
     /// The emulator whose state the endpoints read and change.
     let emulator: AppleEmulator
@@ -31,6 +34,56 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
                 return revoke(form)
             }
         }
+        router.get(RouterPath(EmulatorEndpoint.authorize.path)) { request, _ in
+            await authorize(request)
+        }
+    }
+
+    /// `/auth/authorize`: logs the visit, applies an injected failure (an Apple error is posted back to the redirect
+    /// URI, as Apple does), else consents on the user's behalf.
+    private func authorize(_ request: Request) async -> Response {
+        var query: [String: String] = [:]
+        for (key, value) in request.uri.queryParameters where query[String(key)] == nil {
+            query[String(key)] = String(value)
+        }
+        var input = WebAuthorizationRequest(query: query)
+        let call = EmulatorCall(
+            sequence: 0,
+            endpoint: .authorize,
+            time: emulator.now,
+            clientID: input.clientID,
+            redirectURI: input.redirectURI
+        )
+        let sequence = emulator.state.withLock { $0.log(call) }
+        switch emulator.state.withLock({ $0.takeFailure(for: .authorize) }) {
+        case .status(let status):
+            emulator.state.withLock { $0.complete(sequence, status: status, error: nil, detail: "injected failure") }
+            return Response(status: .init(code: status), headers: [.contentLength: "0"])
+        case .timeout:
+            emulator.state.withLock { $0.complete(sequence, status: nil, error: nil, detail: "injected timeout: held") }
+            guard await hold() else { return Response(status: .serviceUnavailable) }
+            emulator.state.withLock { $0.complete(sequence, status: 504, error: nil, detail: "injected timeout: held, then gave up") }
+            return Response(status: .gatewayTimeout, headers: [.contentLength: "0"])
+        case .appleError(let code):
+            input.error = code
+        case nil:
+            break
+        }
+        let answer = emulator.answerWebAuthorization(input)
+        emulator.state.withLock {
+            $0.complete(
+                sequence,
+                status: answer.status,
+                error: answer.refusal ?? answer.field("error"),
+                detail: answer.user == nil ? nil : "consented"
+            )
+        }
+        let body = ByteBuffer(string: answer.html)
+        return Response(
+            status: .init(code: answer.status),
+            headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store", .contentLength: "\(body.readableBytes)"],
+            body: ResponseBody(byteBuffer: body)
+        )
     }
 
     /// Logs the call, waits out the latency, applies an injected failure or else `answer`s the form (`nil` when the

@@ -17,6 +17,11 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
         let group = router.group("_emulator")
         group.post("authorize") { request, _ in try await respond(to: request, with: authorize) }
         group.post("revoke-grant") { request, _ in try await respond(to: request, with: revokeGrant) }
+        group.post("web-user") { request, _ in try await respond(to: request, with: setWebUser) }
+        group.delete("web-user") { _, _ in
+            emulator.setWebUser(nil)
+            return Self.noContent
+        }
         group.post("failures") { request, _ in try await respond(to: request, with: injectFailure) }
         group.delete("failures") { _, _ in
             emulator.clearFailures()
@@ -76,6 +81,30 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
             return Self.badRequest(error.reason)
         }
         return try Self.json(AuthorizeResponse(authorization))
+    }
+
+    /// `POST /_emulator/web-user`: who consents on `/auth/authorize` from now on (a known `sub`, or a new user).
+    private func setWebUser(_ input: UserInput) async throws -> Response {
+        var user: EmulatedUser
+        if let sub = input.sub, let known = emulator.user(sub: sub) {
+            user = known
+            if let email = input.email {
+                user.email = email
+                user.isPrivateEmail = input.isPrivateEmail ?? email.hasSuffix("@\(EmulatedUser.privateRelayDomain)")
+            }
+            user.firstName = input.firstName ?? user.firstName
+            user.lastName = input.lastName ?? user.lastName
+        } else {
+            user = emulator.makeUser(
+                sub: input.sub,
+                email: input.email,
+                isPrivateEmail: input.isPrivateEmail,
+                firstName: input.firstName,
+                lastName: input.lastName
+            )
+        }
+        emulator.setWebUser(user)
+        return try Self.json(["sub": user.sub, "email": user.email ?? ""])
     }
 
     private func revokeGrant(_ body: RevokeGrantRequest) async throws -> Response {

@@ -1,6 +1,6 @@
-/// Apple's REST endpoints that the emulator serves and that failures can be injected into.
+/// Apple's endpoints that the emulator serves and that failures can be injected into.
 ///
-/// `/auth/authorize` and `/auth/usermigrationinfo` join this list when they are emulated.
+/// `/auth/usermigrationinfo` joins this list when it is emulated.
 public enum EmulatorEndpoint: String, Sendable, Hashable, Codable, CaseIterable {
     /// `GET /auth/keys`, Apple's JWKS.
     case keys
@@ -8,6 +8,8 @@ public enum EmulatorEndpoint: String, Sendable, Hashable, Codable, CaseIterable 
     case token
     /// `POST /auth/revoke`.
     case revoke
+    /// `GET /auth/authorize`, the web flow's consent page (answered with Apple's auto-submitting form post).
+    case authorize
 
     /// The endpoint's path, e.g. `/auth/token`.
     public var path: String { "/auth/\(rawValue)" }

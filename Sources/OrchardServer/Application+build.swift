@@ -34,8 +34,28 @@ public func buildApplication(
     let routes = RouteTable()
     router.middlewares.add(ProblemMiddleware(routes: routes))
     router.middlewares.add(MetricsMiddleware())
+    router.middlewares.add(CookieSessionMiddleware(routes: routes, siteOrigin: configuration.siteOrigin))
     let group = router.group()
     AuthController(accounts: accounts).addRoutes(to: group, table: routes)
+    WebFlowController(
+        accounts: accounts,
+        states: WebFlowStates(
+            store: SQLWebFlowStateStore(database: dependencies.database),
+            vault: TokenVault(keys: configuration.vaultKeys),
+            clock: dependencies.clock,
+            random: dependencies.random
+        ),
+        redirectURI: configuration.appleRedirectURI,
+        webClientID: configuration.webClientID,
+        appleBaseURL: configuration.appleBaseURL,
+        clock: dependencies.clock
+    ).addRoutes(to: group, table: routes)
+    AccountPageController(
+        accounts: accounts,
+        webFlowEnabled: configuration.appleRedirectURI != nil,
+        appleBaseURL: configuration.appleBaseURL,
+        random: dependencies.random
+    ).addRoutes(to: group, table: routes)
     SessionController(accounts: accounts).addRoutes(to: group, table: routes)
     AccountController(accounts: accounts).addRoutes(to: group, table: routes)
     NotificationController(accounts: accounts).addRoutes(to: group, table: routes)

@@ -10,12 +10,14 @@ import UnixSignals
 struct AppleEmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apple-emulator",
-        abstract: "Serve a stand-in for Apple's Sign in with Apple endpoints (keys, token, revoke) and its control API.",
+        abstract: "Serve a stand-in for Apple's Sign in with Apple endpoints (keys, token, revoke, authorize) and its control API.",
         discussion: """
             It mints tokens that carry Apple's issuer, so it listens on loopback unless told otherwise. Without \
             --client-key it makes a client key, writes it to --write-client-key (default ./emulator-client-key.p8) and \
-            prints the settings an Orchard needs to talk to it. Control API: POST /_emulator/authorize, \
-            /_emulator/revoke-grant, /_emulator/failures, /_emulator/omit-refresh-token, /_emulator/notifications, \
+            prints the settings an Orchard needs to talk to it. GET /auth/authorize (the web flow) consents at once, as \
+            Jane Appleseed unless login_hint (a subject or an email) or POST /_emulator/web-user names someone else, \
+            and posts Apple's form to the redirect URI. Control API: POST /_emulator/authorize, /_emulator/revoke-grant, \
+            /_emulator/web-user, /_emulator/failures, /_emulator/omit-refresh-token, /_emulator/notifications, \
             /_emulator/latency; GET/DELETE /_emulator/calls.
             """
     )

@@ -18,6 +18,7 @@ import UnixSignals
 struct Demo {
     let keepServing: Bool
     let clientID = "com.example.orchard.demo"
+    let webClientID = "com.example.orchard.demo.web"
 
     func run() async throws {
         LoggingSystem.bootstrap { label in
@@ -36,7 +37,7 @@ struct Demo {
             configuration: AppleEmulatorConfiguration(
                 teamID: "DEMOTEAM01",
                 keyID: "DEMOKEY001",
-                clientIDs: [clientID],
+                clientIDs: [clientID, webClientID],
                 clientPublicKeyPEM: clientKey.publicKeyPEM
             ),
             httpClient: http
@@ -44,31 +45,31 @@ struct Demo {
         let emulatorServer = try await emulator.start()
 
         var configuration = OrchardConfiguration()
-        configuration.port = 0
         configuration.database = .sqlite(path: databasePath)
         configuration.vaultKeys = [VaultKey.generate(id: "demo")]
         configuration.appleTeamID = "DEMOTEAM01"
         configuration.appleKeyID = "DEMOKEY001"
         configuration.applePrivateKeyPEM = clientKey.privateKeyPEM
-        configuration.appleClientIDs = [clientID]
-        configuration.appleBaseURL = URL(string: emulatorServer.baseURL)!
+        configuration.appleClientIDs = [clientID, webClientID]
+        configuration.appleWebClientID = webClientID
+        // The browser reaches "Apple" as localhost and Orchard as 127.0.0.1: two sites, as Apple and an app are.
+        configuration.appleBaseURL = URL(string: "http://localhost:\(emulatorServer.port)")!
         let database = try await SQLiteDatabaseClient.open(path: databasePath, logger: logger)
-        let dependencies = OrchardDependencies(
-            configuration: configuration,
-            database: database,
-            httpClient: http,
-            registry: PrometheusCollectorRegistry(),
-            logger: logger
-        )
-        let server = try await RunningService.start { onServerRunning in
-            try await buildApplication(dependencies, onServerRunning: onServerRunning).application
-        }
+        let server = try await startOrchard(configuration, database: database, http: http, logger: logger)
 
         Console.line("Orchard demo")
-        Console.line("  Apple emulator: \(emulatorServer.baseURL)")
+        Console.line("  Apple emulator: \(configuration.appleBaseURL.absoluteString)")
         Console.line("  Orchard:        \(server.baseURL)")
+        Console.line("  account page:   \(server.baseURL)/account")
         Console.line("  database:       \(databasePath)")
-        let script = DemoScript(http: http, orchard: server.baseURL, emulator: emulator, clientID: clientID, database: database)
+        let script = DemoScript(
+            http: http,
+            orchard: server.baseURL,
+            emulator: emulator,
+            clientID: clientID,
+            webClientID: webClientID,
+            database: database
+        )
         do {
             try await script.run()
         } catch {
@@ -83,8 +84,9 @@ struct Demo {
         if keepServing {
             Console.line()
             Console.line("Serving until Ctrl-C:")
+            Console.line("  account page:   \(server.baseURL)/account  (open it in a browser: Sign in with Apple consents as Jane Appleseed)")
             Console.line("  Orchard:        \(server.baseURL)  (try \(server.baseURL)/openapi.yaml)")
-            Console.line("  Apple emulator: \(emulatorServer.baseURL)  (control API under /_emulator/)")
+            Console.line("  Apple emulator: \(configuration.appleBaseURL.absoluteString)  (control API under /_emulator/)")
             let waiter = ServiceGroup(
                 configuration: .init(
                     services: [WaitForShutdown()],
@@ -99,6 +101,36 @@ struct Demo {
         await database.close()
         try? await http.shutdown()
         try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+extension Demo {
+    /// Starts Orchard on a free loopback port whose callback is the web flow's `APPLE_REDIRECT_URI` (the port must be
+    /// known before the server is built), trying another port if that one was taken meanwhile.
+    func startOrchard(_ base: OrchardConfiguration, database: SQLiteDatabaseClient, http: HTTPClient, logger: Logger) async throws -> RunningService {
+        var lastError: any Error = DemoError("no free loopback port")
+        for _ in 0..<5 {
+            guard let port = LoopbackPort.free() else { continue }
+            var configuration = base
+            configuration.host = "127.0.0.1"
+            configuration.port = port
+            configuration.appleRedirectURI = URL(string: "http://127.0.0.1:\(port)/v1/auth/apple/callback")!
+            let dependencies = OrchardDependencies(
+                configuration: configuration,
+                database: database,
+                httpClient: http,
+                registry: PrometheusCollectorRegistry(),
+                logger: logger
+            )
+            do {
+                return try await RunningService.start { onServerRunning in
+                    try await buildApplication(dependencies, onServerRunning: onServerRunning).application
+                }
+            } catch {
+                lastError = error
+            }
+        }
+        throw lastError
     }
 }
 

@@ -13,6 +13,7 @@ struct DemoScript {
     let orchard: String
     let emulator: AppleEmulator
     let clientID: String
+    let webClientID: String
     let database: SQLiteDatabaseClient
 
     func run() async throws {
@@ -77,7 +78,9 @@ struct DemoScript {
 
         try await secondHalf(user: user, laptopSession: try string(again["session"] as? [String: Any] ?? [:], "token"))
 
-        step(15, "Every call that reached Apple")
+        try await webFlow()
+
+        step(16, "Every call that reached Apple")
         for call in emulator.calls() {
             let hint = call.tokenTypeHint.map { " token_type_hint=\($0)" } ?? ""
             show("\(call.endpoint.path) grant_type=\(call.grantType ?? "-")\(hint) -> \(call.status.map(String.init) ?? "-")")
@@ -200,12 +203,12 @@ struct DemoScript {
         value.count > 60 ? String(value.prefix(57)) + "..." : value
     }
 
-    private func step(_ number: Int, _ text: String) {
+    func step(_ number: Int, _ text: String) {
         Console.line()
         Console.line("\(number). \(text)")
     }
 
-    private func show(_ text: String) {
+    func show(_ text: String) {
         Console.line("   \(text)")
     }
 

@@ -32,7 +32,7 @@ struct OpenAPITests {
 
     @Test("every documented operation is served (never 404 or 405) and every served path is documented")
     func documentMatchesServer() async throws {
-        try await OrchardHarness.with { h in
+        try await OrchardHarness.withWebFlow { h, _ in
             let yaml = String(decoding: try await h.request(.GET, "/openapi.yaml").body, as: UTF8.self)
             let operations = Self.documentedOperations(yaml)
             #expect(operations.count >= 8)
@@ -42,7 +42,7 @@ struct OpenAPITests {
             }
             for path in [
                 "/v1/auth/apple/nonce", "/v1/auth/apple", "/v1/session", "/v1/account", "/v1/apple/notifications", "/health/live",
-                "/health/ready", "/metrics",
+                "/health/ready", "/metrics", "/v1/auth/apple/authorize", "/v1/auth/apple/callback", "/account",
             ] {
                 #expect(operations.contains { $0.1 == path }, "\(path) is not documented")
             }
@@ -56,6 +56,7 @@ struct OpenAPITests {
             for code in [
                 "invalid_request", "identity_token_malformed", "nonce_reused", "session_revoked", "payload_too_large",
                 "method_not_allowed", "not_found", "apple_unavailable", "storage_unavailable", "notification_invalid",
+                "web_flow_disabled", "state_invalid", "csrf_rejected",
             ] {
                 #expect(yaml.contains("- \(code)"), "\(code) missing")
             }

@@ -27,7 +27,7 @@ public struct AccountController<Context: RequestContext>: Sendable {
     /// Adds the routes.
     public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
         group.delete("v1/account", use: delete)
-        table.add(.delete, "/v1/account")
+        table.add(.delete, "/v1/account", session: true)
     }
 
     @Sendable func delete(_ request: Request, context: Context) async throws -> DeletionResponse {

@@ -29,8 +29,8 @@ public struct SessionController<Context: RequestContext>: Sendable {
     public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
         group.get("v1/session", use: show)
         group.delete("v1/session", use: signOut)
-        table.add(.get, "/v1/session")
-        table.add(.delete, "/v1/session")
+        table.add(.get, "/v1/session", session: true)
+        table.add(.delete, "/v1/session", session: true)
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> SessionResponse {

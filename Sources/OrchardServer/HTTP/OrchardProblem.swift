@@ -79,7 +79,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     public init(_ error: AccountsError) {
         let status: HTTPResponse.Status =
             switch error.code {
-            case .invalidRequest, .notificationInvalid: .badRequest
+            case .invalidRequest, .notificationInvalid, .stateInvalid: .badRequest
             case .appleClientRejected: .badGateway
             case .appleUnavailable, .storageUnavailable: .serviceUnavailable
             case .notFound: .notFound
@@ -114,6 +114,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         case .notFound: "Not found"
         case .internalError: "Internal error"
         case .notificationInvalid: "Notification invalid"
+        case .stateInvalid: "State invalid"
         }
     }
 

@@ -128,5 +128,20 @@ extension Migration {
                 "CREATE INDEX webhook_outbox_status ON webhook_outbox (status)",
             ]
         ),
+        Migration(
+            version: 3,
+            summary: "web-flow states (the state and sealed nonce between the redirect to Apple and its form post)",
+            statements: [
+                """
+                CREATE TABLE web_flow_states (
+                    state_hash TEXT PRIMARY KEY,
+                    sealed_nonce TEXT NOT NULL,
+                    return_to TEXT NOT NULL,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX web_flow_states_expires_at ON web_flow_states (expires_at)",
+            ]
+        ),
     ]
 }

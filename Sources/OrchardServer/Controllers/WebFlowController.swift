@@ -1,0 +1,89 @@
+public import Accounts
+public import AppleID
+public import Foundation
+import HTTPTypes
+public import Hummingbird
+import Logging
+
+/// The web flow: `GET /v1/auth/apple/authorize` sends the browser to Apple, `POST /v1/auth/apple/callback` takes
+/// Apple's cross-site form post back and signs the user in with the same operation as `POST /v1/auth/apple`.
+///
+/// Without `APPLE_REDIRECT_URI` both answer `404 web_flow_disabled`.
+public struct WebFlowController<Context: RequestContext>: Sendable {
+    let accounts: Accounts
+    let states: WebFlowStates
+    let redirectURI: URL?
+    let webClientID: String?
+    let appleBaseURL: URL
+    let clock: any WallClock
+
+    /// The callback's path, fixed by the contract.
+    public static var callbackPath: String { "/v1/auth/apple/callback" }
+
+    /// Creates the controller.
+    ///
+    /// - Parameters:
+    ///   - redirectURI: `APPLE_REDIRECT_URI`; `nil` turns the web flow off.
+    ///   - webClientID: The Services ID the web flow authorizes with (``OrchardConfiguration/webClientID``).
+    ///   - appleBaseURL: Where Apple's `/auth/authorize` is.
+    public init(
+        accounts: Accounts,
+        states: WebFlowStates,
+        redirectURI: URL?,
+        webClientID: String?,
+        appleBaseURL: URL,
+        clock: any WallClock
+    ) {
+        self.accounts = accounts
+        self.states = states
+        self.redirectURI = redirectURI
+        self.webClientID = webClientID
+        self.appleBaseURL = appleBaseURL
+        self.clock = clock
+    }
+
+    /// Adds the routes.
+    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
+        group.get("v1/auth/apple/authorize", use: authorize)
+        table.add(.get, "/v1/auth/apple/authorize")
+        group.post("v1/auth/apple/callback", use: callback)
+        table.add(.post, Self.callbackPath)
+    }
+
+    /// `302` to Apple's authorize URL with a fresh state and nonce.
+    @Sendable func authorize(_ request: Request, context: Context) async throws -> Response {
+        guard let redirectURI, let webClientID else { throw OrchardProblem.webFlowDisabled }
+        let returnTo: ReturnPath
+        if let text = request.uri.queryParameters["return_to"] {
+            guard let checked = ReturnPath(validating: String(text)) else {
+                throw OrchardProblem.invalidRequest("return_to must be a path on this site (one leading '/', no '//', no backslash, no spaces)")
+            }
+            returnTo = checked
+        } else {
+            returnTo = .defaultPath
+        }
+        let nonce = try await accounts.issueNonce()
+        let state = try await states.begin(nonce: nonce, returnTo: returnTo.path)
+        let query: [(String, String)] = [
+            ("response_type", "code id_token"),
+            ("response_mode", "form_post"),
+            ("client_id", webClientID),
+            ("redirect_uri", redirectURI.absoluteString),
+            ("state", state),
+            ("nonce", nonce.value),
+            ("scope", "name email"),
+        ]
+        var base = appleBaseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        let location = base + "/auth/authorize?" + query.map { "\($0)=\(Self.formEncode($1))" }.joined(separator: "&")
+        context.logger.debug("web flow: sending the browser to Apple", metadata: ["web_flow.return_to": "\(returnTo.path)"])
+        return Response(status: .found, headers: [.location: location, .cacheControl: "no-store"])
+    }
+
+    /// Percent-encodes everything but RFC 3986's unreserved characters (a space becomes `%20`).
+    static func formEncode(_ value: String) -> String {
+        var unreserved = CharacterSet.alphanumerics.intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+        unreserved.insert(charactersIn: "-._~")
+        return value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
+    }
+}
