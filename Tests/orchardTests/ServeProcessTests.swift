@@ -98,6 +98,16 @@ struct ServeProcessTests {
         let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
         let id = try #require((signIn.json["account"] as? [String: Any])?["id"] as? String)
 
+        // serve's own metrics and its start-up warning about a stand-in for Apple.
+        let metrics = String(decoding: try await client.request(.GET, "/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("orchard_sign_ins_total"))
+        #expect(metrics.contains("orchard_apple_request_duration_seconds"))
+        #expect(metrics.contains("orchard_apple_base_url_overridden 1"))
+        #expect(serve.logText.contains("APPLE_BASE_URL is not Apple's"))
+        for secret in [user.sub, user.email ?? "-", token] {
+            #expect(!serve.logText.contains(secret), "a secret reached the log")
+        }
+
         let listed = try OrchardProcess.run(["accounts", "list"], environment: setup.environment)
         #expect(listed.standardOutput.contains(id))
         let deleted = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
