@@ -7,7 +7,9 @@ public import Logging
 /// The keys are fetched on first use. A `kid` not in the cache triggers a refetch, but at most one per
 /// `minimumRefetchInterval` (by the injected clock), and callers arriving while a fetch runs share it: a flood of tokens
 /// with made-up key ids never becomes a flood of requests to Apple. Keys older than `maximumAge` are refreshed on next
-/// use; if that refresh fails the cached keys stay in use.
+/// use; if that refresh fails the cached keys stay in use. Until a first fetch has succeeded there is nothing to verify
+/// with, so the interval does not apply: each caller may try again (still one fetch at a time, shared by everybody
+/// waiting), and Orchard recovers as soon as Apple does rather than a minute later.
 public actor AppleKeySet {
     /// How a fetch ended.
     private enum FetchOutcome: Sendable {
@@ -62,8 +64,6 @@ public actor AppleKeySet {
             outcome = await fetch(at: now)
         } else if let cached {
             return cached
-        } else if fetchedAt == nil {
-            throw .appleUnavailable("Apple's keys could not be fetched and none are cached")
         } else {
             throw .signature("no key \(Self.printable(kid)) in Apple's key set (refetched recently)")
         }
@@ -88,7 +88,7 @@ public actor AppleKeySet {
     }
 
     private func mayFetch(at now: Date) -> Bool {
-        guard let attemptedAt else { return true }
+        guard fetchedAt != nil, let attemptedAt else { return true }
         let elapsed = now.timeIntervalSince(attemptedAt)
         return elapsed >= minimumRefetchInterval || elapsed < 0
     }

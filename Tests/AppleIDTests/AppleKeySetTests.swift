@@ -56,7 +56,7 @@ struct AppleKeySetTests {
         #expect(harness.source.fetchCount == 1)
     }
 
-    @Test("Apple's keys unreachable with nothing cached is apple_unavailable, and refetching is still rate-limited")
+    @Test("Apple's keys unreachable with nothing cached is apple_unavailable, and the first call after recovery succeeds")
     func unreachableNothingCached() async throws {
         let harness = VerifierHarness()
         harness.source.setFailing(true)
@@ -65,11 +65,29 @@ struct AppleKeySetTests {
         #expect(error?.code == .appleUnavailable)
         #expect(error?.isTransient == true)
         #expect(await harness.identityFailure(token) == .appleUnavailable)
-        #expect(harness.source.fetchCount == 1)
-        harness.source.setFailing(false)
-        harness.clock.advance(by: 60)
-        #expect(await harness.identityFailure(token) == nil)
         #expect(harness.source.fetchCount == 2)
+        harness.source.setFailing(false)
+        #expect(await harness.identityFailure(token) == nil)
+        #expect(harness.source.fetchCount == 3)
+        // Once keys are cached the minute applies again: an unknown kid right after refetches nothing.
+        let unknown = try Shared.apple.sign(harness.claims(), header: ["kid": "UNKNOWN", "alg": "RS256"])
+        #expect(await harness.identityFailure(unknown) == .identityTokenSignature)
+        #expect(harness.source.fetchCount == 3)
+    }
+
+    @Test("a flood of callers while Apple's keys are unreachable and nothing is cached shares one fetch")
+    func unreachableFloodSharesFetch() async throws {
+        let harness = VerifierHarness(delay: .milliseconds(200))
+        harness.source.setFailing(true)
+        let token = try Shared.apple.sign(harness.claims())
+        let codes = await withTaskGroup(of: AppleIDError.Code?.self) { group in
+            for _ in 0..<40 { group.addTask { await harness.identityFailure(token) } }
+            var codes: [AppleIDError.Code?] = []
+            for await code in group { codes.append(code) }
+            return codes
+        }
+        #expect(codes.allSatisfy { $0 == .appleUnavailable })
+        #expect(harness.source.fetchCount == 1)
     }
 
     @Test("Apple's keys unreachable with keys cached: known kids still verify, unknown ones fail the signature")
