@@ -24,6 +24,11 @@ struct HTTPHygieneTests {
 
             let wrongType = try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": 5, "authorization_code": "x"])
             #expect(wrongType.code == "invalid_request")
+            #expect(wrongType["detail"] == "field 'identity_token' must be a string")
+
+            let array = try await h.request(.POST, "/v1/auth/apple", body: Data("[]".utf8), headers: [("Content-Type", "application/json")])
+            #expect(array.code == "invalid_request")
+            #expect(array["detail"] == "the body must be an object")
 
             let empty = try await h.request(.POST, "/v1/auth/apple")
             #expect(empty.code == "invalid_request")

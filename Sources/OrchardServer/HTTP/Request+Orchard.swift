@@ -40,14 +40,17 @@ extension Request {
         func path(_ context: DecodingError.Context) -> String {
             context.codingPath.map(\.stringValue).joined(separator: ".")
         }
+        func field(_ context: DecodingError.Context) -> String {
+            context.codingPath.isEmpty ? "the body" : "field '\(path(context))'"
+        }
         switch error {
         case .keyNotFound(let key, let context):
             let prefix = path(context)
             return "missing field '\(prefix.isEmpty ? key.stringValue : prefix + "." + key.stringValue)'"
         case .typeMismatch(let type, let context):
-            return "field '\(path(context))' must be \(Self.typeName(type))"
+            return "\(field(context)) must be \(Self.typeName(type))"
         case .valueNotFound(let type, let context):
-            return "field '\(path(context))' must be \(Self.typeName(type)), not null"
+            return "\(field(context)) must be \(Self.typeName(type)), not null"
         case .dataCorrupted(let context):
             return context.codingPath.isEmpty ? "the body is not valid JSON" : "field '\(path(context))' is invalid"
         @unknown default:
