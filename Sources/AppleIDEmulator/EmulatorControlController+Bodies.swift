@@ -1,7 +1,8 @@
 extension EmulatorControlController {
     /// `POST /_emulator/authorize`.
     struct AuthorizeRequest: Decodable {
-        var clientID: String
+        /// Defaults to the first of the emulator's client ids.
+        var clientID: String?
         var nonce: String?
         var redirectURI: String?
         var user: UserInput?
@@ -106,7 +107,8 @@ extension EmulatorControlController {
     struct NotificationRequest: Decodable {
         var type: String
         var sub: String
-        var clientID: String
+        /// The notification's `aud`; defaults to the first of the emulator's client ids.
+        var clientID: String?
         var email: String?
         var isPrivateEmail: Bool?
         var jti: String?

@@ -73,7 +73,7 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
         do {
             authorization = try emulator.authorize(
                 user: user,
-                clientID: body.clientID,
+                clientID: body.clientID ?? defaultClientID,
                 nonce: body.nonce,
                 redirectURI: body.redirectURI
             )
@@ -134,7 +134,7 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
         let payload = try emulator.signNotification(
             type: body.type,
             sub: body.sub,
-            clientID: body.clientID,
+            clientID: body.clientID ?? defaultClientID,
             email: body.email,
             isPrivateEmail: body.isPrivateEmail,
             jti: body.jti
@@ -154,6 +154,9 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
     }
 
     // MARK: Plumbing
+
+    /// The client id a control request means when it names none: the first the emulator serves.
+    private var defaultClientID: String { emulator.configuration.clientIDs[0] }
 
     private func respond<Body: Decodable>(
         to request: Request,

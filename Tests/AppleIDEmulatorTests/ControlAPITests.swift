@@ -40,6 +40,9 @@ struct ControlAPITests {
 
             let fresh = try await h.postJSON("/_emulator/authorize", ["client_id": EmulatorHarness.webID])
             #expect(fresh["email"]?.hasSuffix("@privaterelay.appleid.com") == true)
+            let defaulted = try await h.postJSON("/_emulator/authorize", [:])
+            #expect(defaulted.status == 200)
+            #expect(try EmulatorHarness.decode(try #require(defaulted["identity_token"])).payload["aud"] as? String == EmulatorHarness.appID)
 
             let unknownClient = try await h.postJSON("/_emulator/authorize", ["client_id": "com.example.unknown"])
             #expect(unknownClient.status == 400)
@@ -135,6 +138,10 @@ struct ControlAPITests {
                 #expect(sent.status == 200)
                 #expect(sent.json["status"] as? Int == 200)
                 #expect(receiver.received.count == 1)
+
+                let defaulted = try await h.postJSON("/_emulator/notifications", ["type": "email-disabled", "sub": "000001.abc.0001"])
+                #expect(defaulted.status == 200)
+                #expect(try EmulatorHarness.decode(try #require(defaulted["payload"])).payload["aud"] as? String == EmulatorHarness.appID)
             }
         }
     }
