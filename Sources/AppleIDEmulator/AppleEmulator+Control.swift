@@ -75,6 +75,13 @@ extension AppleEmulator {
         state.withLock { $0.issuedTokens(sub: sub, clientID: clientID) }
     }
 
+    /// Everything the emulator handed out that identifies a user or grants access: each user's subject, email and
+    /// names, every authorization code, refresh and access token, and every identity token and notification it signed.
+    /// Tests look for these where they must never appear, such as Orchard's logs.
+    public func issuedSecrets() -> [String] {
+        state.withLock { $0.secrets() }
+    }
+
     /// The tokens whose `/auth/revoke` request ended a grant, in order: one per grant that the client revoked.
     public func revokedTokens() -> [String] {
         state.withLock { $0.revocations.filter(\.wasValid).map(\.token) }

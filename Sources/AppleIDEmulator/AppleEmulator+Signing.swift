@@ -184,7 +184,9 @@ extension AppleEmulator {
         for (name, value) in headerOverrides {
             header[name] = value
         }
-        return try key.signCompact(header: JSONText.object(header, order: JSONText.headerOrder), payload: payload)
+        let jws = try key.signCompact(header: JSONText.object(header, order: JSONText.headerOrder), payload: payload)
+        state.withLock { $0.signedJWS.append(jws) }
+        return jws
     }
 
     /// base64url of the left half of SHA-256 over the ASCII value: `c_hash` and `at_hash`.

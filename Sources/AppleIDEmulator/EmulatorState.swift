@@ -78,6 +78,8 @@ struct EmulatorState: Sendable {
     private var failures: [EmulatorEndpoint: [PendingFailure]] = [:]
     private var refreshTokensToOmit = 0
     private(set) var calls: [EmulatorCall] = []
+    /// Every identity token and notification signed, in order.
+    var signedJWS: [String] = []
     private var nextCallSequence = 1
     private(set) var revocations: [EmulatorRevocation] = []
 
@@ -89,6 +91,12 @@ struct EmulatorState: Sendable {
     }
 
     // MARK: Users and authorization
+
+    /// Everything handed out that identifies a user or grants access (see ``AppleEmulator/issuedSecrets()``).
+    func secrets() -> [String] {
+        let people = users.values.flatMap { [$0.sub, $0.email, $0.firstName, $0.lastName].compactMap(\.self) }
+        return people + codes.keys + tokenOrder + signedJWS
+    }
 
     /// Remembers `user` under its subject (the latest version wins).
     mutating func remember(_ user: EmulatedUser) {

@@ -4,6 +4,7 @@ public import AppleIDEmulator
 public import AsyncHTTPClient
 import Crypto
 import Foundation
+public import InMemoryLogging
 import Logging
 public import OrchardServer
 import Prometheus
@@ -35,6 +36,8 @@ public final class OrchardHarness: Sendable {
     public let http: HTTPClient
     /// The configuration Orchard runs with.
     public let configuration: OrchardConfiguration
+    /// Everything Orchard logged, at every level (see ``loggedLines`` and ``checkLogsHoldNoSecrets(also:)``).
+    public let logs: InMemoryLogHandler
 
     private init(
         clock: TestWallClock,
@@ -44,7 +47,8 @@ public final class OrchardHarness: Sendable {
         server: RunningService,
         testDatabase: TestDatabase,
         http: HTTPClient,
-        configuration: OrchardConfiguration
+        configuration: OrchardConfiguration,
+        logs: InMemoryLogHandler
     ) {
         self.clock = clock
         self.emulator = emulator
@@ -54,12 +58,14 @@ public final class OrchardHarness: Sendable {
         self.testDatabase = testDatabase
         self.http = http
         self.configuration = configuration
+        self.logs = logs
     }
 
     /// Orchard's base URL.
     public var baseURL: String { server.baseURL }
 
-    /// Starts the emulator and Orchard, runs `body`, and stops both whatever happens.
+    /// Starts the emulator and Orchard, runs `body`, checks that Orchard's logs hold no secret the emulator handed out
+    /// (``checkLogsHoldNoSecrets(also:)``), and stops both whatever happens.
     public static func with(
         configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in },
         _ body: (OrchardHarness) async throws -> Void
@@ -67,6 +73,7 @@ public final class OrchardHarness: Sendable {
         let harness = try await start(configure: configure)
         do {
             try await body(harness)
+            try harness.checkLogsHoldNoSecrets()
         } catch {
             await harness.stop()
             throw error
@@ -105,7 +112,8 @@ public final class OrchardHarness: Sendable {
         configuration.appleBaseURL = URL(string: emulatorServer.baseURL)!
         configure(&configuration)
 
-        let logger = Logger(label: "test.orchard")
+        let logs = InMemoryLogHandler()
+        let logger = makeLogger(keepingIn: logs)
         let database = testDatabase.client
         let holder = BuiltHolder()
         let server = try await RunningService.start { onServerRunning in
@@ -131,7 +139,8 @@ public final class OrchardHarness: Sendable {
             server: server,
             testDatabase: testDatabase,
             http: http,
-            configuration: configuration
+            configuration: configuration,
+            logs: logs
         )
     }
 
