@@ -2,7 +2,7 @@ public import AppleID
 import Crypto
 import Foundation
 public import Logging
-import Metrics
+public import Metrics
 
 /// The account lifecycle, in one place: sign-in, sessions and (with later capabilities) deletion and Apple's
 /// notifications. The HTTP routes, the CLI and the notification handler all call these operations.
@@ -14,10 +14,14 @@ public final class Accounts: Sendable {
     let random: any RandomSource
     let configuration: AccountsConfiguration
     let logger: Logger
+    /// Where the lifecycle's counters and gauges go (`orchard_sign_ins_total`, `orchard_revocations_total`, ...).
+    let metrics: any MetricsFactory
     /// Wakes the background workers when a request wrote work for them.
     public let wakeups: JobWakeups
 
     /// Creates the lifecycle over its dependencies.
+    ///
+    /// `metrics` defaults to the process's bootstrapped factory; the composition root and tests pass their own.
     public init(
         store: any AccountStore & LifecycleStore,
         vault: TokenVault,
@@ -26,9 +30,11 @@ public final class Accounts: Sendable {
         random: any RandomSource = SystemRandomSource(),
         configuration: AccountsConfiguration = AccountsConfiguration(),
         wakeups: JobWakeups = JobWakeups(),
+        metrics: any MetricsFactory = MetricsSystem.factory,
         logger: Logger
     ) {
         self.wakeups = wakeups
+        self.metrics = metrics
         self.store = store
         self.vault = vault
         self.apple = apple

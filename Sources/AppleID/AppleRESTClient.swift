@@ -1,6 +1,7 @@
 public import AsyncHTTPClient
 public import Foundation
 public import Logging
+public import Metrics
 
 /// Calls Apple's REST endpoints: `/auth/token` (code exchange, refresh-token validation) and `/auth/revoke`.
 ///
@@ -16,6 +17,7 @@ public struct AppleRESTClient: Sendable {
     private let httpClient: HTTPClient
     private let secrets: ClientSecretSigner
     private let logger: Logger
+    private let metrics: any MetricsFactory
 
     /// Creates a client over the shared HTTP client.
     /// - Parameters:
@@ -23,8 +25,17 @@ public struct AppleRESTClient: Sendable {
     ///   - httpClient: The application's shared client.
     ///   - secrets: The signer of client secrets.
     ///   - timeout: The deadline of each call.
+    ///   - metrics: Where `orchard_apple_request_duration_seconds` goes; the process's factory by default.
     ///   - logger: Where calls are logged.
-    public init(baseURL: URL, httpClient: HTTPClient, secrets: ClientSecretSigner, timeout: Duration = .seconds(10), logger: Logger) {
+    public init(
+        baseURL: URL,
+        httpClient: HTTPClient,
+        secrets: ClientSecretSigner,
+        timeout: Duration = .seconds(10),
+        metrics: any MetricsFactory = MetricsSystem.factory,
+        logger: Logger
+    ) {
+        self.metrics = metrics
         self.baseURL = baseURL
         self.httpClient = httpClient
         self.secrets = secrets
@@ -119,11 +130,11 @@ public struct AppleRESTClient: Sendable {
             logger[metadataKey: "apple.status"] = "\(exchange.status)"
             guard (200..<300).contains(exchange.status) else { throw Self.failure(status: exchange.status, body: exchange.body) }
             let value = try parse(exchange.body)
-            AppleRequestMetrics.record(endpoint, .ok, duration: ContinuousClock.now - started)
+            AppleRequestMetrics.record(endpoint, .ok, duration: ContinuousClock.now - started, factory: metrics)
             logger.debug("Apple accepted the request")
             return value
         } catch {
-            AppleRequestMetrics.record(endpoint, AppleRequestMetrics.outcome(for: error), duration: ContinuousClock.now - started)
+            AppleRequestMetrics.record(endpoint, AppleRequestMetrics.outcome(for: error), duration: ContinuousClock.now - started, factory: metrics)
             let metadata: Logger.Metadata = ["apple.error": "\(error.appleErrorCode?.rawValue ?? error.code.rawValue)"]
             switch error.code {
             case .appleClientRejected:

@@ -26,12 +26,13 @@ enum AppleRequestMetrics {
     }
 
     /// Records one request's duration under its endpoint and outcome.
-    static func record(_ endpoint: Endpoint, _ outcome: Outcome, duration: Duration) {
+    static func record(_ endpoint: Endpoint, _ outcome: Outcome, duration: Duration, factory: any MetricsFactory) {
         let (seconds, attoseconds) = duration.components
         let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         Metrics.Timer(
             label: label,
-            dimensions: [("endpoint", endpoint.rawValue), ("outcome", outcome.rawValue)]
+            dimensions: [("endpoint", endpoint.rawValue), ("outcome", outcome.rawValue)],
+            factory: factory
         ).recordNanoseconds(nanoseconds)
     }
 

@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 public import Foundation
 public import JWTKit
 public import Logging
+public import Metrics
 
 /// Fetches Apple's public keys from `GET {baseURL}/auth/keys`.
 public struct HTTPAppleKeySource: AppleKeySource {
@@ -10,14 +11,23 @@ public struct HTTPAppleKeySource: AppleKeySource {
     private let httpClient: HTTPClient
     private let timeout: Duration
     private let logger: Logger
+    private let metrics: any MetricsFactory
 
     /// Creates a source over the shared HTTP client.
     /// - Parameters:
     ///   - baseURL: Where Apple's endpoints are reached; `/auth/keys` is appended.
     ///   - httpClient: The application's shared client.
     ///   - timeout: The deadline of each fetch.
+    ///   - metrics: Where `orchard_apple_request_duration_seconds` goes; the process's factory by default.
     ///   - logger: Where fetches are logged (metadata `apple.endpoint`, `apple.status`).
-    public init(baseURL: URL, httpClient: HTTPClient, timeout: Duration = .seconds(10), logger: Logger) {
+    public init(
+        baseURL: URL,
+        httpClient: HTTPClient,
+        timeout: Duration = .seconds(10),
+        metrics: any MetricsFactory = MetricsSystem.factory,
+        logger: Logger
+    ) {
+        self.metrics = metrics
         self.baseURL = baseURL
         self.httpClient = httpClient
         self.timeout = timeout
@@ -49,11 +59,11 @@ public struct HTTPAppleKeySource: AppleKeySource {
             } catch {
                 throw AppleIDError.appleUnavailable("Apple's key endpoint answered something that is not a JWKS document")
             }
-            AppleRequestMetrics.record(.keys, .ok, duration: ContinuousClock.now - started)
+            AppleRequestMetrics.record(.keys, .ok, duration: ContinuousClock.now - started, factory: metrics)
             logger.debug("Fetched Apple's keys", metadata: ["apple.key_count": "\(jwks.keys.count)"])
             return jwks
         } catch let error as AppleIDError {
-            AppleRequestMetrics.record(.keys, .unavailable, duration: ContinuousClock.now - started)
+            AppleRequestMetrics.record(.keys, .unavailable, duration: ContinuousClock.now - started, factory: metrics)
             logger.warning("Could not fetch Apple's keys", metadata: ["apple.error": "\(error)"])
             throw error
         }

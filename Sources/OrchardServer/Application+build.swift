@@ -93,7 +93,8 @@ func backgroundWorkers(accounts: Accounts, store: SQLAccountStore, dependencies:
             transport: HTTPWebhookTransport(client: dependencies.httpClient),
             clock: dependencies.clock,
             random: dependencies.random,
-            configuration: dependencies.configuration.accounts
+            configuration: dependencies.configuration.accounts,
+            metrics: dependencies.metrics
         )
         workers.append(
             JobWorker(name: "webhooks", wakeups: accounts.wakeups.stream(.webhooks), logger: logger) { logger in
@@ -118,9 +119,9 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
             "APPLE_BASE_URL is not Apple's: Orchard talks to a stand-in",
             metadata: ["apple.base_url": "\(configuration.appleBaseURL.absoluteString)"]
         )
-        Gauge(label: "orchard_apple_base_url_overridden").record(1)
+        Gauge(label: "orchard_apple_base_url_overridden", factory: dependencies.metrics).record(1)
     } else {
-        Gauge(label: "orchard_apple_base_url_overridden").record(0)
+        Gauge(label: "orchard_apple_base_url_overridden", factory: dependencies.metrics).record(0)
     }
     try OrchardConfiguration.checkTransport(configuration.appleBaseURL)
 
@@ -129,6 +130,7 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
             baseURL: configuration.appleBaseURL,
             httpClient: dependencies.httpClient,
             timeout: .seconds(10),
+            metrics: dependencies.metrics,
             logger: logger
         ),
         clock: dependencies.clock,
@@ -155,6 +157,7 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
         baseURL: configuration.appleBaseURL,
         httpClient: dependencies.httpClient,
         secrets: secrets,
+        metrics: dependencies.metrics,
         logger: logger
     )
     let store = SQLAccountStore(database: dependencies.database)
@@ -165,6 +168,7 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
         clock: dependencies.clock,
         random: dependencies.random,
         configuration: configuration.accounts,
+        metrics: dependencies.metrics,
         logger: logger
     )
 

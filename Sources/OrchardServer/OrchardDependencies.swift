@@ -2,6 +2,7 @@ public import Accounts
 public import AppleID
 public import AsyncHTTPClient
 public import Logging
+public import Metrics
 public import Prometheus
 public import Storage
 
@@ -19,6 +20,9 @@ public struct OrchardDependencies: Sendable {
     public var random: any RandomSource
     /// Where `/metrics` reads from; the process's metrics factory should write into it.
     public var registry: PrometheusCollectorRegistry
+    /// Where Orchard's own metrics go: by default a Prometheus factory over ``registry``, so `/metrics` shows them
+    /// without a process-wide bootstrap. Tests add swift-metrics' `TestMetrics` beside it.
+    public var metrics: any MetricsFactory
     /// The root logger.
     public var logger: Logger
 
@@ -30,8 +34,10 @@ public struct OrchardDependencies: Sendable {
         clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandomSource(),
         registry: PrometheusCollectorRegistry,
+        metrics: (any MetricsFactory)? = nil,
         logger: Logger
     ) {
+        self.metrics = metrics ?? PrometheusMetricsFactory(registry: registry)
         self.configuration = configuration
         self.database = database
         self.httpClient = httpClient

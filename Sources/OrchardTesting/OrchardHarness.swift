@@ -6,6 +6,8 @@ import Crypto
 import Foundation
 public import InMemoryLogging
 import Logging
+import Metrics
+public import MetricsTestKit
 public import OrchardServer
 import Prometheus
 public import Storage
@@ -36,6 +38,8 @@ public final class OrchardHarness: Sendable {
     public let http: HTTPClient
     /// The configuration Orchard runs with.
     public let configuration: OrchardConfiguration
+    /// Every counter, gauge and timer Orchard recorded (swift-metrics' test factory; `/metrics` shows them too).
+    public let metrics: TestMetrics
     /// Everything Orchard logged, at every level (see ``loggedLines`` and ``checkLogsHoldNoSecrets(also:)``).
     public let logs: InMemoryLogHandler
 
@@ -48,6 +52,7 @@ public final class OrchardHarness: Sendable {
         testDatabase: TestDatabase,
         http: HTTPClient,
         configuration: OrchardConfiguration,
+        metrics: TestMetrics,
         logs: InMemoryLogHandler
     ) {
         self.clock = clock
@@ -58,6 +63,7 @@ public final class OrchardHarness: Sendable {
         self.testDatabase = testDatabase
         self.http = http
         self.configuration = configuration
+        self.metrics = metrics
         self.logs = logs
     }
 
@@ -114,8 +120,10 @@ public final class OrchardHarness: Sendable {
 
         let logs = InMemoryLogHandler()
         let logger = makeLogger(keepingIn: logs)
+        let metrics = TestMetrics()
         let database = testDatabase.client
         let holder = BuiltHolder()
+        let registry = PrometheusCollectorRegistry()
         let server = try await RunningService.start { onServerRunning in
             let built = try await buildApplication(
                 OrchardDependencies(
@@ -123,7 +131,8 @@ public final class OrchardHarness: Sendable {
                     database: database,
                     httpClient: http,
                     clock: clock,
-                    registry: PrometheusCollectorRegistry(),
+                    registry: registry,
+                    metrics: MultiplexMetricsHandler(factories: [PrometheusMetricsFactory(registry: registry), metrics]),
                     logger: logger
                 ),
                 onServerRunning: onServerRunning
@@ -140,6 +149,7 @@ public final class OrchardHarness: Sendable {
             testDatabase: testDatabase,
             http: http,
             configuration: configuration,
+            metrics: metrics,
             logs: logs
         )
     }

@@ -44,6 +44,10 @@ struct DeletionTests {
             let revoked = try #require(revokes.first?.token)
             #expect(h.emulator.issuedTokens(sub: user.sub).contains(revoked))
             #expect(h.emulator.revocationCount(token: revoked).whileValid == 1)
+            #expect(h.counted("orchard_revocations_total", [("outcome", "revoked")]) == 1)
+            #expect(h.counted("orchard_revocations_total") == 1)
+            #expect(h.counted("orchard_accounts_deleted_total", [("reason", "user_request")]) == 1)
+            #expect(h.timerValues("orchard_apple_request_duration_seconds", [("endpoint", "revoke"), ("outcome", "ok")]).count == 1)
 
             for session in [token, other] {
                 let after = try await h.request(.GET, "/v1/session", bearer: session)
@@ -122,6 +126,8 @@ struct DeletionTests {
             let pending = try await h.accounts.pendingRevocations()
             #expect(pending.first?.attempts == 1)
             #expect(pending.first?.lastError == "apple_unavailable")
+            #expect(h.counted("orchard_revocations_total", [("outcome", "retry")]) == 1)
+            #expect(h.timerValues("orchard_apple_request_duration_seconds", [("endpoint", "revoke"), ("outcome", "unavailable")]).count == 1)
 
             // The retry is due 2 s (plus jitter) later by Orchard's clock.
             h.clock.advance(by: 3)
@@ -130,6 +136,7 @@ struct DeletionTests {
             let revokes = h.emulator.calls(to: .revoke)
             #expect(revokes.count == 2)
             #expect(revokes.map(\.status) == [503, 200])
+            #expect(h.counted("orchard_revocations_total", [("outcome", "revoked")]) == 1)
             let revoked = try #require(revokes.last?.token)
             #expect(h.emulator.revocationCount(token: revoked).whileValid == 1)
             #expect(h.emulator.revocationCount(token: revoked).total == 1)
@@ -156,6 +163,8 @@ struct DeletionTests {
             let response = try await h.request(.DELETE, "/v1/account", bearer: token)
             #expect(response["apple_revocation"] == "pending")
             #expect(try await h.accounts.pendingRevocations().first?.lastError == "apple_client_rejected")
+            #expect(h.counted("orchard_apple_client_rejected_total", [("endpoint", "revoke")]) == 1)
+            #expect(h.timerValues("orchard_apple_request_duration_seconds", [("endpoint", "revoke"), ("outcome", "rejected")]).count == 1)
             h.clock.advance(by: 3)
             #expect(await eventually { (try? await Self.count(h, "SELECT COUNT(*) AS n FROM revocations")) == 0 })
         }

@@ -66,10 +66,15 @@ struct HTTPHygieneTests {
         try await OrchardHarness.with { h in
             #expect(try await h.request(.GET, "/health/live").status == 200)
             #expect(try await h.request(.GET, "/health/ready").status == 200)
-            _ = try await h.signIn(h.emulator.makeUser())
+            #expect(try await h.signIn(h.emulator.makeUser()).response.status == 200)
             let metrics = try await h.request(.GET, "/metrics")
             #expect(metrics.status == 200)
             #expect(metrics.header("Content-Type")?.hasPrefix("text/plain") == true)
+            // Orchard's own metrics reach /metrics through the injected factory, with no process-wide bootstrap.
+            let exposition = String(decoding: metrics.body, as: UTF8.self)
+            #expect(exposition.contains(#"orchard_sign_ins_total{outcome="new_account"} 1"#))
+            #expect(exposition.contains(#"orchard_apple_request_duration_seconds_count{endpoint="token",outcome="ok"} 1"#))
+            #expect(exposition.contains("orchard_apple_base_url_overridden 1"))
             let openAPI = try await h.request(.GET, "/openapi.yaml")
             #expect(openAPI.status == 200)
             #expect(String(decoding: openAPI.body, as: UTF8.self).hasPrefix("openapi: 3.1"))

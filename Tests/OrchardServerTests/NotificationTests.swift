@@ -156,6 +156,10 @@ struct NotificationTests {
             #expect(try await Self.post(h, payload).status == 200)
             try await Task.sleep(for: .milliseconds(1500))
             #expect(receiver.attempts.count == 1)
+            #expect(h.counted("orchard_notifications_total", [("outcome", "stored")]) == 1)
+            #expect(h.counted("orchard_notifications_total", [("outcome", "duplicate")]) == 3)
+            #expect(h.counted("orchard_notifications_processed_total", [("type", "email-disabled")]) == 1)
+            #expect(h.counted("orchard_webhooks_total", [("outcome", "delivered")]) == 1)
             #expect(try await DeletionTests.count(h, "SELECT COUNT(*) AS n FROM notification_inbox") == 1)
         }
     }
@@ -219,6 +223,8 @@ struct NotificationTests {
             #expect(malformed.code == "notification_invalid")
             #expect(try await h.request(.POST, "/v1/apple/notifications", json: ["other": "x"]).code == "notification_invalid")
             #expect(try await DeletionTests.count(h, "SELECT COUNT(*) AS n FROM notification_inbox") == 0)
+            #expect(h.counted("orchard_notifications_total", [("outcome", "invalid")]) == 4)
+            #expect(h.counted("orchard_notifications_total", [("outcome", "stored")]) == 0)
             h.clock.advance(by: -(86_400 + 120))
             #expect(try await h.request(.GET, "/v1/session", bearer: token).status == 200)
             #expect(receiver.attempts.isEmpty)

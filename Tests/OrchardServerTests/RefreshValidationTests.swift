@@ -41,8 +41,15 @@ struct RefreshValidationTests {
             let account = try #require(after.json["account"] as? [String: Any])
             #expect(account["last_validated_at"] as? String != before?["last_validated_at"] as? String)
             #expect(account["apple_credential"] as? String == "valid")
+            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 1 })
             h.clock.advance(by: Self.pastDue)
             #expect(await eventually { Self.refreshCalls(h).count == 2 })
+            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 2 })
+            #expect(h.counted("orchard_refresh_validations_total") == 2)
+            // Each pass records the backlog left after its claim: drained here.
+            #expect(h.gaugeValues("orchard_refresh_validations_due").last == 0)
+            #expect(h.gaugeValues("orchard_refresh_validation_oldest_overdue_seconds").last == 0)
+            #expect(h.timerValues("orchard_apple_request_duration_seconds", [("endpoint", "token"), ("outcome", "ok")]).count == 3)
         }
     }
 
@@ -78,6 +85,10 @@ struct RefreshValidationTests {
             h.clock.advance(by: Self.pastDue)
             try await Task.sleep(for: .milliseconds(1500))
             #expect(Self.refreshCalls(h).filter { $0.status == 400 }.count == 1)
+            #expect(h.counted("orchard_refresh_validations_total", [("outcome", "invalid_grant")]) == 1)
+            // Bob's credential was validated at each of the two intervals.
+            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 2 })
+            #expect(h.counted("orchard_webhooks_total", [("outcome", "delivered")]) == 1)
             let again = try await h.signIn(ada).response
             #expect((again.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
         }
@@ -96,10 +107,13 @@ struct RefreshValidationTests {
             }
             #expect(Self.refreshCalls(h).count >= 2)
             #expect(Self.refreshCalls(h).allSatisfy { $0.status == 503 })
+            #expect(h.counted("orchard_refresh_validations_total", [("outcome", "unavailable")]) == Self.refreshCalls(h).count)
+            #expect(h.timerValues("orchard_apple_request_duration_seconds", [("endpoint", "token"), ("outcome", "unavailable")]).count >= 2)
             #expect(try await Self.session(h, token).status == 200)
             h.emulator.clearFailures()
             h.clock.advance(by: 700)
             #expect(await eventually { Self.refreshCalls(h).last?.status == 200 })
+            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 1 })
             #expect(try await Self.session(h, token).status == 200)
         }
     }
@@ -111,7 +125,8 @@ struct RefreshValidationTests {
             h.emulator.injectFailure(endpoint: .token, failure: .appleError("invalid_client"), count: 1000)
             h.clock.advance(by: Self.pastDue)
             #expect(await eventually { Self.refreshCalls(h).count == 1 })
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "client_rejected")]) == 1 })
+            #expect(h.counted("orchard_apple_client_rejected_total", [("endpoint", "token")]) == 1)
             let response = try await Self.session(h, token)
             #expect(response.status == 200)
             #expect((response.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
@@ -124,10 +139,12 @@ struct RefreshValidationTests {
             let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/session", bearer: token).status == 204)
             h.clock.advance(by: Self.pastDue)
-            try await Task.sleep(for: .milliseconds(1500))
+            // The due account is looked at, found without a live session, and left dormant: Apple is not called.
+            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "dormant")]) == 1 })
             h.clock.advance(by: Self.pastDue)
             try await Task.sleep(for: .milliseconds(1500))
             #expect(Self.refreshCalls(h).isEmpty)
+            #expect(h.counted("orchard_refresh_validations_total") == 1)
         }
     }
 

@@ -47,6 +47,8 @@ struct SignInTests {
             let secondAccount = try #require(second.json["account"] as? [String: Any])
             #expect(secondAccount["id"] as? String == firstAccount["id"] as? String)
             #expect((secondAccount["name"] as? [String: Any])?["first_name"] as? String == "Grace")
+            #expect(h.counted("orchard_sign_ins_total", [("outcome", "new_account")]) == 1)
+            #expect(h.counted("orchard_sign_ins_total", [("outcome", "returning")]) == 1)
             let firstToken = (first.json["session"] as? [String: Any])?["token"] as? String
             let secondToken = (second.json["session"] as? [String: Any])?["token"] as? String
             #expect(firstToken != secondToken)
@@ -170,6 +172,9 @@ struct SignInTests {
             let rejected = try await h.signIn(h.emulator.makeUser()).response
             #expect(rejected.status == 502)
             #expect(rejected.code == "apple_client_rejected")
+            #expect(h.counted("orchard_sign_ins_total", [("outcome", "apple_unavailable")]) == 1)
+            #expect(h.counted("orchard_sign_ins_total", [("outcome", "apple_client_rejected")]) == 1)
+            #expect(h.counted("orchard_sign_ins_total") == 2)
             #expect(try await h.accounts.listAccounts().isEmpty)
         }
     }

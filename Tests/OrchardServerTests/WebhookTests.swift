@@ -100,6 +100,8 @@ struct WebhookTests {
             try await Task.sleep(for: .seconds(1.5))
             #expect(receiver.delivered.count == 1)
             #expect(try await h.accounts.webhookDeliveries(status: "delivered").count == 1)
+            #expect(h.counted("orchard_webhooks_total", [("outcome", "retry")]) == 1)
+            #expect(h.counted("orchard_webhooks_total", [("outcome", "delivered")]) == 1)
         }
     }
 
@@ -115,6 +117,8 @@ struct WebhookTests {
             let failed = try #require(try await h.accounts.webhookDeliveries(status: "failed").first)
             #expect(failed.lastError == "HTTP 503")
             #expect(failed.delivery.eventType == "account.deleted")
+            #expect(h.counted("orchard_webhooks_total", [("outcome", "failed")]) == 1)
+            #expect(h.counted("orchard_webhooks_total", [("outcome", "delivered")]) == 0)
         }
     }
 

@@ -126,7 +126,7 @@ extension Accounts {
             throw AccountsError.storage(error)
         }
         guard applied else { throw AccountsError(.sessionInvalid, "the account was already deleted") }
-        Counter(label: "orchard_accounts_deleted_total", dimensions: [("reason", reason.rawValue)]).increment()
+        Counter(label: "orchard_accounts_deleted_total", dimensions: [("reason", reason.rawValue)], factory: metrics).increment()
         logger.info("account deleted", metadata: ["account.id": "\(record.id)", "deletion.reason": "\(reason.rawValue)"])
         wakeups.notify(.webhooks)
 

@@ -18,7 +18,7 @@ extension Accounts {
                 // Apple's keys could not be fetched: Apple may retry, so do not call the notification invalid.
                 throw mapped
             }
-            Counter(label: "orchard_notifications_total", dimensions: [("outcome", "invalid")]).increment()
+            Counter(label: "orchard_notifications_total", dimensions: [("outcome", "invalid")], factory: metrics).increment()
             throw AccountsError(.notificationInvalid, "the notification failed verification (\(mapped.code.rawValue))")
         }
         let event = notification.events
@@ -41,7 +41,7 @@ extension Accounts {
         } catch {
             throw AccountsError.storage(error)
         }
-        Counter(label: "orchard_notifications_total", dimensions: [("outcome", inserted ? "stored" : "duplicate")]).increment()
+        Counter(label: "orchard_notifications_total", dimensions: [("outcome", inserted ? "stored" : "duplicate")], factory: metrics).increment()
         logger.info(
             inserted ? "notification stored" : "duplicate notification ignored",
             metadata: ["notification.jti": "\(notification.jti)", "notification.type": "\(event.type.rawValue)"]
@@ -129,7 +129,7 @@ extension Accounts {
             try await store.completeNotification(jti: entry.jti, outcome: "unknown_subject", at: now)
         }
         wakeups.notify(.webhooks)
-        Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)]).increment()
+        Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)], factory: metrics).increment()
     }
 
     /// Ends every session of an account and marks its Apple credential revoked, with the webhook; `false` when the

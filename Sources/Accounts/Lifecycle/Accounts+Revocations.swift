@@ -14,7 +14,7 @@ extension Accounts {
             let attempts = job.attempts + 1
             let delay = configuration.retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
             if mapped.code == .appleClientRejected {
-                Counter(label: "orchard_apple_client_rejected_total", dimensions: [("endpoint", "revoke")]).increment()
+                Counter(label: "orchard_apple_client_rejected_total", dimensions: [("endpoint", "revoke")], factory: metrics).increment()
                 logger.critical(
                     "Apple refused Orchard's client secret at /auth/revoke: the revocation is kept and retried; fix APPLE_TEAM_ID, APPLE_KEY_ID or APPLE_PRIVATE_KEY_FILE",
                     metadata: ["revocation.id": "\(job.id)", "apple.client_id": "\(job.clientID)"]
@@ -25,7 +25,7 @@ extension Accounts {
                     metadata: ["revocation.id": "\(job.id)", "revocation.attempts": "\(attempts)", "error.code": "\(mapped.code.rawValue)"]
                 )
             }
-            Counter(label: "orchard_revocations_total", dimensions: [("outcome", "retry")]).increment()
+            Counter(label: "orchard_revocations_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
             do {
                 try await store.rescheduleRevocation(
                     id: job.id,
@@ -39,7 +39,7 @@ extension Accounts {
             wakeups.notify(.revocations)
             return false
         }
-        Counter(label: "orchard_revocations_total", dimensions: [("outcome", "revoked")]).increment()
+        Counter(label: "orchard_revocations_total", dimensions: [("outcome", "revoked")], factory: metrics).increment()
         do {
             try await store.completeRevocation(id: job.id)
         } catch {

@@ -26,8 +26,10 @@ extension Accounts {
                 limit: limit
             )
             let backlog = try await store.validationBacklog(now: now)
-            Gauge(label: "orchard_refresh_validations_due").record(backlog.count)
-            Gauge(label: "orchard_refresh_validation_oldest_overdue_seconds").record(backlog.oldestDue.map { now.timeIntervalSince($0) } ?? 0)
+            Gauge(label: "orchard_refresh_validations_due", factory: metrics).record(backlog.count)
+            Gauge(label: "orchard_refresh_validation_oldest_overdue_seconds", factory: metrics).record(
+                backlog.oldestDue.map { now.timeIntervalSince($0) } ?? 0
+            )
         } catch {
             logger.warning("cannot claim due validations", metadata: ["error": "\(error)"])
             return 0
@@ -52,7 +54,7 @@ extension Accounts {
             guard try await store.hasLiveSession(accountID: account.id, now: now) else {
                 // Nobody is signed in: nothing to keep alive. The next sign-in validates by its code exchange.
                 try await store.scheduleValidation(accountID: account.id, at: nil)
-                Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "dormant")]).increment()
+                Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "dormant")], factory: metrics).increment()
                 return
             }
             guard let sealed = account.sealedRefreshToken else {
@@ -69,7 +71,7 @@ extension Accounts {
                     sealedAccessToken: sealedAccess,
                     nextValidationAt: nextValidation(after: clock.now())
                 )
-                Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "valid")]).increment()
+                Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "valid")], factory: metrics).increment()
             } catch {
                 try await handleValidationFailure(account, error: Self.mapApple(error), logger: logger)
             }
@@ -86,21 +88,21 @@ extension Accounts {
         switch error.code {
         case .authorizationCodeRejected:
             // invalid_grant: the user revoked the app, changed their password, or Apple ended the grant.
-            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "invalid_grant")]).increment()
+            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "invalid_grant")], factory: metrics).increment()
             logger.info("Apple says the grant is gone: signing the account out everywhere", metadata: ["account.id": "\(account.id)"])
             _ = try await revokeCredential(account, reason: "invalid_grant", completesNotification: nil, at: now)
             try await store.scheduleValidation(accountID: account.id, at: nil)
             wakeups.notify(.webhooks)
         case .appleClientRejected:
-            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "client_rejected")]).increment()
-            Counter(label: "orchard_apple_client_rejected_total", dimensions: [("endpoint", "token")]).increment()
+            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "client_rejected")], factory: metrics).increment()
+            Counter(label: "orchard_apple_client_rejected_total", dimensions: [("endpoint", "token")], factory: metrics).increment()
             logger.critical(
                 "Apple refused Orchard's client secret during refresh validation: nobody is signed out; fix APPLE_TEAM_ID, APPLE_KEY_ID or APPLE_PRIVATE_KEY_FILE",
                 metadata: ["account.id": "\(account.id)", "apple.client_id": "\(account.clientID)"]
             )
             try await store.scheduleValidation(accountID: account.id, at: now.addingTimeInterval(configuration.retryPolicy.maximumDelay))
         default:
-            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "unavailable")]).increment()
+            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "unavailable")], factory: metrics).increment()
             // The outage's length so far stands for the number of tries: retries start after 2 s and double.
             let due = (account.lastValidatedAt ?? now).addingTimeInterval(configuration.refreshValidationInterval.seconds)
             let overdue = max(1, now.timeIntervalSince(due) / configuration.retryPolicy.initialDelay)

@@ -1,7 +1,7 @@
 public import AppleID
 import Foundation
 public import Logging
-import Metrics
+public import Metrics
 
 /// Sends one webhook attempt; implemented over HTTP by the server.
 public protocol WebhookTransport: Sendable {
@@ -18,16 +18,19 @@ public struct WebhookDispatcher: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let configuration: AccountsConfiguration
+    let metrics: any MetricsFactory
 
-    /// Creates the dispatcher.
+    /// Creates the dispatcher; `metrics` (for `orchard_webhooks_total`) defaults to the process's factory.
     public init(
         store: any LifecycleStore,
         signer: WebhookSigner,
         transport: any WebhookTransport,
         clock: any WallClock,
         random: any RandomSource = SystemRandomSource(),
-        configuration: AccountsConfiguration
+        configuration: AccountsConfiguration,
+        metrics: any MetricsFactory = MetricsSystem.factory
     ) {
+        self.metrics = metrics
         self.store = store
         self.signer = signer
         self.transport = transport
@@ -66,7 +69,7 @@ public struct WebhookDispatcher: Sendable {
         do {
             let status = try await transport.post(url: delivery.url, body: delivery.body, headers: headers)
             if (200..<300).contains(status) {
-                Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "delivered")]).increment()
+                Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "delivered")], factory: metrics).increment()
                 try? await store.markWebhookDelivered(id: delivery.id, at: clock.now())
                 return
             }
@@ -77,7 +80,7 @@ public struct WebhookDispatcher: Sendable {
         let attempts = delivery.attempts + 1
         let now = clock.now()
         if now.timeIntervalSince(delivery.createdAt) >= configuration.webhookRetryWindow.seconds {
-            Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "failed")]).increment()
+            Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "failed")], factory: metrics).increment()
             logger.error(
                 "webhook given up after its retry window",
                 metadata: ["webhook.id": "\(delivery.eventID)", "webhook.url": "\(delivery.url)"]
@@ -85,7 +88,7 @@ public struct WebhookDispatcher: Sendable {
             try? await store.markWebhookFailed(id: delivery.id, attempts: attempts, lastError: failure)
             return
         }
-        Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "retry")]).increment()
+        Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
         let delay = configuration.retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
         logger.warning("webhook not delivered; will retry", metadata: ["webhook.id": "\(delivery.eventID)", "error": "\(failure)"])
         try? await store.rescheduleWebhook(id: delivery.id, attempts: attempts, nextAttemptAt: now.addingTimeInterval(delay), lastError: failure)

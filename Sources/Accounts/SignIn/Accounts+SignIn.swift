@@ -12,11 +12,11 @@ extension Accounts {
     public func signIn(_ request: SignInRequest, logger: Logger) async throws(AccountsError) -> SignInResult {
         do {
             let result = try await performSignIn(request, logger: logger)
-            Counter(label: "orchard_sign_ins_total", dimensions: [("outcome", result.isNewAccount ? "new_account" : "returning")])
+            Counter(label: "orchard_sign_ins_total", dimensions: [("outcome", result.isNewAccount ? "new_account" : "returning")], factory: metrics)
                 .increment()
             return result
         } catch {
-            Counter(label: "orchard_sign_ins_total", dimensions: [("outcome", error.code.rawValue)]).increment()
+            Counter(label: "orchard_sign_ins_total", dimensions: [("outcome", error.code.rawValue)], factory: metrics).increment()
             logger.info("sign-in refused", metadata: ["error.code": "\(error.code.rawValue)", "error.reason": "\(error.reason)"])
             throw error
         }
