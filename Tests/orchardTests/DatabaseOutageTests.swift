@@ -107,6 +107,13 @@ struct DatabaseOutageTests {
             #expect(during.status == 503)
             #expect(during.code == "storage_unavailable")
             #expect(try await client.request(.POST, "/v1/auth/apple/nonce").code == "storage_unavailable")
+            // Apple's notification is not acknowledged while it cannot be stored (Apple may send it again), and a
+            // deletion changes nothing.
+            let notification = try setup.emulator.signNotification(type: "email-disabled", sub: user.sub, clientID: "com.example.orchard.app")
+            let unstored = try await client.request(.POST, "/v1/apple/notifications", json: ["payload": notification])
+            #expect(unstored.status == 503)
+            #expect(unstored.code == "storage_unavailable")
+            #expect(try await client.request(.DELETE, "/v1/account", bearer: token).code == "storage_unavailable")
             cluster.start()
             let recovered = await eventually(timeout: 60) {
                 (try? await client.request(.GET, "/health/ready"))?.status == 200
@@ -115,6 +122,15 @@ struct DatabaseOutageTests {
             load.cancel()
             _ = await load.value
             #expect(try await client.request(.GET, "/v1/session", bearer: token).status == 200)
+            // Sent again once the database is back, the notification is new to Orchard, stored and acted on.
+            let resent = try await client.request(.POST, "/v1/apple/notifications", json: ["payload": notification])
+            #expect(resent.status == 200)
+            #expect(resent["status"] == "accepted")
+            let forwardingOff = await eventually {
+                let account = (try? await client.request(.GET, "/v1/session", bearer: token))?.json["account"] as? [String: Any]
+                return account?["email_forwarding"] as? String == "disabled"
+            }
+            #expect(forwardingOff)
             let seen = statuses.withLock { $0 }
             #expect(!seen.contains(500), "a 500 was answered during the outage")
             #expect(seen.contains(503))
