@@ -33,12 +33,14 @@ struct Demo {
         let logger = Logger(label: "orchard.demo")
 
         let clientKey = AppleEmulatorConfiguration.makeClientKey()
+        let clock = DemoClock()
         let emulator = try AppleEmulator(
             configuration: AppleEmulatorConfiguration(
                 teamID: "DEMOTEAM01",
                 keyID: "DEMOKEY001",
                 clientIDs: [clientID, webClientID],
-                clientPublicKeyPEM: clientKey.publicKeyPEM
+                clientPublicKeyPEM: clientKey.publicKeyPEM,
+                clock: clock
             ),
             httpClient: http
         )
@@ -55,7 +57,7 @@ struct Demo {
         // The browser reaches "Apple" as localhost and Orchard as 127.0.0.1: two sites, as Apple and an app are.
         configuration.appleBaseURL = URL(string: "http://localhost:\(emulatorServer.port)")!
         let database = try await SQLiteDatabaseClient.open(path: databasePath, logger: logger)
-        let server = try await startOrchard(configuration, database: database, http: http, logger: logger)
+        let server = try await startOrchard(configuration, database: database, http: http, clock: clock, logger: logger)
 
         Console.line("Orchard demo")
         Console.line("  Apple emulator: \(configuration.appleBaseURL.absoluteString)")
@@ -68,7 +70,8 @@ struct Demo {
             emulator: emulator,
             clientID: clientID,
             webClientID: webClientID,
-            database: database
+            database: database,
+            clock: clock
         )
         do {
             try await script.run()
@@ -107,7 +110,13 @@ struct Demo {
 extension Demo {
     /// Starts Orchard on a free loopback port whose callback is the web flow's `APPLE_REDIRECT_URI` (the port must be
     /// known before the server is built), trying another port if that one was taken meanwhile.
-    func startOrchard(_ base: OrchardConfiguration, database: SQLiteDatabaseClient, http: HTTPClient, logger: Logger) async throws -> RunningService {
+    func startOrchard(
+        _ base: OrchardConfiguration,
+        database: SQLiteDatabaseClient,
+        http: HTTPClient,
+        clock: DemoClock,
+        logger: Logger
+    ) async throws -> RunningService {
         var lastError: any Error = DemoError("no free loopback port")
         for _ in 0..<5 {
             guard let port = LoopbackPort.free() else { continue }
@@ -119,6 +128,7 @@ extension Demo {
                 configuration: configuration,
                 database: database,
                 httpClient: http,
+                clock: clock,
                 registry: PrometheusCollectorRegistry(),
                 logger: logger
             )

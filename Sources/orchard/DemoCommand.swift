@@ -7,7 +7,11 @@ struct DemoCommand: AsyncParsableCommand {
         abstract: "Run the whole lifecycle on this machine with no set-up, printing each step and what was stored.",
         discussion: """
             Starts the Apple emulator and Orchard on free loopback ports with a temporary SQLite file and a fresh \
-            vault key; a scripted user signs up, uses a session, signs in again and signs out. Needs no configuration.
+            vault key. Scripted users sign up, use sessions and sign out; a notification turns email forwarding off; \
+            accounts are deleted with their tokens revoked at Apple, once through an Apple outage; a user who stops \
+            using Sign in with Apple in her Apple ID settings is signed out at the next daily validation (the demo's \
+            clock moves a day ahead); the database files are scanned for what was deleted; and the web flow runs \
+            over HTTP. Needs no configuration.
             """
     )
 

@@ -100,5 +100,9 @@ struct CommandLineTests {
         #expect(result.standardOutput.contains("email_forwarding disabled"))
         #expect(result.standardOutput.contains("apple_revocation pending"))
         #expect(result.standardOutput.contains("nothing found: both users are gone from the files"))
+        // A grant ended at Apple is noticed at the next daily validation, which the demo's clock reaches.
+        #expect(result.standardOutput.contains("grant_type=refresh_token -> 400 invalid_grant"))
+        #expect(result.standardOutput.contains("401 session_revoked (apple_credential_revoked)"))
+        #expect(result.standardOutput.contains("apple_credential revoked; nothing was sent to /auth/revoke"))
     }
 }
