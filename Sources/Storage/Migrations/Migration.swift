@@ -143,5 +143,13 @@ extension Migration {
                 "CREATE INDEX web_flow_states_expires_at ON web_flow_states (expires_at)",
             ]
         ),
+        Migration(
+            version: 4,
+            summary: "the webhook claim ranges over pending rows by due time (status alone made a tick read every pending row)",
+            statements: [
+                "DROP INDEX webhook_outbox_status",
+                "CREATE INDEX webhook_outbox_status_next_attempt_at ON webhook_outbox (status, next_attempt_at)",
+            ]
+        ),
     ]
 }

@@ -101,17 +101,12 @@ extension SQLAccountStore: LifecycleStore {
 
     /// Claims due, unheld revocations.
     public func claimRevocations(now: Date, leaseUntil: Date, limit: Int) async throws -> [RevocationJob] {
-        let lockingClause = self.lockingClause
+        let candidates = dueRows(.revocations, now: now, limit: limit)
         return try await database.transaction { db in
             let rows = try await db.raw(
                 """
                 UPDATE revocations SET lease_until = \(bind: leaseUntil.milliseconds)
-                WHERE id IN (
-                    SELECT id FROM revocations
-                    WHERE next_attempt_at <= \(bind: now.milliseconds)
-                      AND (lease_until IS NULL OR lease_until <= \(bind: now.milliseconds))
-                    ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
-                )
+                WHERE id IN (\(candidates))
                 RETURNING id, client_id, sealed_token, token_type_hint, attempts, next_attempt_at, lease_until, last_error, created_at
                 """
             ).all()
@@ -186,17 +181,12 @@ extension SQLAccountStore: LifecycleStore {
 
     /// Claims due, unprocessed notifications.
     public func claimNotifications(now: Date, leaseUntil: Date, limit: Int) async throws -> [InboxEntry] {
-        let lockingClause = self.lockingClause
+        let candidates = dueRows(.notifications, now: now, limit: limit)
         return try await database.transaction { db in
             try await db.raw(
                 """
                 UPDATE notification_inbox SET lease_until = \(bind: leaseUntil.milliseconds)
-                WHERE jti IN (
-                    SELECT jti FROM notification_inbox
-                    WHERE next_attempt_at <= \(bind: now.milliseconds) AND processed_at IS NULL
-                      AND (lease_until IS NULL OR lease_until <= \(bind: now.milliseconds))
-                    ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
-                )
+                WHERE jti IN (\(candidates))
                 RETURNING jti, received_at, event_type, subject_digest, sealed_event, attempts
                 """
             ).all().map(Self.inboxEntry(from:))
@@ -258,17 +248,12 @@ extension SQLAccountStore: LifecycleStore {
 
     /// Claims due, pending deliveries.
     public func claimWebhooks(now: Date, leaseUntil: Date, limit: Int) async throws -> [WebhookDelivery] {
-        let lockingClause = self.lockingClause
+        let candidates = dueRows(.webhooks, now: now, limit: limit)
         return try await database.transaction { db in
             try await db.raw(
                 """
                 UPDATE webhook_outbox SET lease_until = \(bind: leaseUntil.milliseconds)
-                WHERE id IN (
-                    SELECT id FROM webhook_outbox
-                    WHERE next_attempt_at <= \(bind: now.milliseconds) AND status = 'pending'
-                      AND (lease_until IS NULL OR lease_until <= \(bind: now.milliseconds))
-                    ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
-                )
+                WHERE id IN (\(candidates))
                 RETURNING id, event_id, event_type, url, body, attempts, created_at
                 """
             ).all().map(Self.delivery(from:))

@@ -5,17 +5,12 @@ import SQLKit
 extension SQLAccountStore {
     /// Claims accounts due for validation through the `next_validation_at` index; only due rows are touched.
     public func claimDueValidations(now: Date, leaseUntil: Date, limit: Int) async throws -> [AccountRecord] {
-        let lockingClause = self.lockingClause
+        let candidates = dueRows(.validations, now: now, limit: limit)
         return try await database.transaction { db in
             try await db.raw(
                 """
                 UPDATE accounts SET next_validation_at = \(bind: leaseUntil.milliseconds)
-                WHERE id IN (
-                    SELECT id FROM accounts
-                    WHERE next_validation_at <= \(bind: now.milliseconds)
-                      AND apple_credential = 'valid' AND sealed_refresh_token IS NOT NULL
-                    ORDER BY next_validation_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
-                )
+                WHERE id IN (\(candidates))
                 RETURNING \(unsafeRaw: Self.accountColumns)
                 """
             ).all().map(Self.account(from:))

@@ -1,0 +1,45 @@
+import Foundation
+import OrchardTesting
+import SQLKit
+import Storage
+import Testing
+
+extension SQLAccountStoreTests {
+    /// The index each claim must start from.
+    static let dueIndexes: [ClaimedJob: (table: String, index: String)] = [
+        .revocations: ("revocations", "revocations_next_attempt_at"),
+        .notifications: ("notification_inbox", "notification_inbox_next_attempt_at"),
+        .webhooks: ("webhook_outbox", "webhook_outbox_status_next_attempt_at"),
+        .validations: ("accounts", "accounts_next_validation_at"),
+    ]
+
+    @Test("every claim reads its table through the due-time index, never a full scan", arguments: Self.backends)
+    func claimsUseDueIndexes(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, database in
+            for job in ClaimedJob.allCases {
+                let (table, index) = try #require(Self.dueIndexes[job])
+                let query = store.dueRows(job, now: Date(), limit: 32)
+                let plan: String
+                switch database.flavor {
+                case .sqlite:
+                    plan = try await database.withDatabase { db in
+                        try await db.raw("EXPLAIN QUERY PLAN \(query)").all().map { try $0.decode(column: "detail", as: String.self) }
+                    }.joined(separator: "\n")
+                    #expect(plan.contains("SEARCH \(table) USING INDEX \(index)"), "\(job): \(plan)")
+                    #expect(!plan.contains("SCAN \(table)"), "\(job) scans the whole table: \(plan)")
+                case .postgres:
+                    // An empty table makes any plan cheap; with sequential scans priced out, a plan that still
+                    // scans the table has no index to use.
+                    plan = try await database.transaction { db in
+                        try await db.raw("SET LOCAL enable_seqscan = off").run()
+                        return try await db.raw("EXPLAIN \(query)").all().map { try $0.decode(column: "QUERY PLAN", as: String.self) }
+                    }.joined(separator: "\n")
+                    let ranges = ["Index Scan using \(index) on \(table)", "Bitmap Index Scan on \(index)"]
+                    #expect(ranges.contains { plan.contains($0) }, "\(job): \(plan)")
+                    #expect(!plan.contains("Seq Scan"), "\(job) scans the whole table: \(plan)")
+                    #expect(plan.contains("LockRows"), "\(job) does not lock the rows it claims: \(plan)")
+                }
+            }
+        }
+    }
+}
