@@ -103,6 +103,8 @@ struct ServeProcessTests {
         #expect(metrics.contains("orchard_sign_ins_total"))
         #expect(metrics.contains("orchard_apple_request_duration_seconds"))
         #expect(metrics.contains("orchard_apple_base_url_overridden 1"))
+        // Hummingbird's request metrics, through the process-wide factory serve bootstraps.
+        #expect(metrics.contains(#"hb_requests{http_route="/v1/auth/apple",http_request_method="POST",http_response_status_code="200"} 1"#))
         #expect(serve.logText.contains("APPLE_BASE_URL is not Apple's"))
         for secret in [user.sub, user.email ?? "-", token] {
             #expect(!serve.logText.contains(secret), "a secret reached the log")
