@@ -90,16 +90,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         try await withoutActuallyEscaping(body) { body in
             try await bounded {
                 try await self.client.withConnection { connection in
-                    let database = connection.sql()
-                    try await database.raw("BEGIN").run()
-                    do {
-                        let result = try await body(database)
-                        try await database.raw("COMMIT").run()
-                        return result
-                    } catch {
-                        try? await database.raw("ROLLBACK").run()
-                        throw error
-                    }
+                    try await connection.sql().inTransaction(begin: "BEGIN", body)
                 }
             }
         }

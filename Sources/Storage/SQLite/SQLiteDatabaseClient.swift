@@ -67,15 +67,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         let database = connection.sql()
         return try await lock.withLock {
             try await Self.mappingErrors {
-                try await database.raw("BEGIN IMMEDIATE").run()
-                do {
-                    let result = try await body(database)
-                    try await database.raw("COMMIT").run()
-                    return result
-                } catch {
-                    try? await database.raw("ROLLBACK").run()
-                    throw error
-                }
+                try await database.inTransaction(begin: "BEGIN IMMEDIATE", body)
             }
         }
     }
