@@ -177,11 +177,11 @@ public final class Accounts: Sendable {
 
     /// A random id with a prefix (`acct_`, `rev_`, `evt_`, `whd_`, `aud_`).
     func randomID(_ prefix: String) -> String {
-        prefix + random.bytes(16).map { String(format: "%02x", $0) }.joined()
+        prefix + random.bytes(16).hexString
     }
 
     /// SHA-256 of a string, lowercase hex.
     static func sha256Hex(_ value: String) -> String {
-        SHA256.hash(data: Data(value.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(value.utf8)).hexString
     }
 }

@@ -8,10 +8,7 @@ import Foundation
 public enum AppleNonce {
     /// The SHA-256 of `raw`'s UTF-8 bytes, as 64 lowercase hexadecimal characters.
     public static func hash(_ raw: String) -> String {
-        SHA256.hash(data: Data(raw.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        SHA256.hash(data: Data(raw.utf8)).hexString
     }
 
     /// Whether a token's `nonce` claim is `raw` itself or its ``hash(_:)``.

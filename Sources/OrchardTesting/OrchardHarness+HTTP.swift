@@ -1,3 +1,4 @@
+import AppleID
 public import AppleIDEmulator
 public import AsyncHTTPClient
 import Crypto
@@ -95,7 +96,7 @@ public struct OrchardClient: Sendable {
 
     /// SHA-256 of a nonce, lowercase hex, as a native app passes it to Apple.
     public static func hashNonce(_ raw: String) -> String {
-        SHA256.hash(data: Data(raw.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(raw.utf8)).hexString
     }
 
     /// The whole native sign-in: a nonce from Orchard, an authorization from the emulator, `POST /v1/auth/apple`.

@@ -1,3 +1,4 @@
+import AppleID
 import AppleIDEmulator
 import AsyncHTTPClient
 import Crypto
@@ -254,7 +255,7 @@ struct DemoScript {
     }
 
     private func sha256(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(text.utf8)).hexString
     }
 
     private func string(_ object: [String: Any], _ key: String) throws -> String {

@@ -144,7 +144,7 @@ extension Accounts {
     /// The salted hash of a subject kept in audit and inbox records: SHA-256 of the installation's salt and the subject.
     func auditDigest(_ subject: Redacted<String>) async throws -> String {
         let salt = try await store.auditSalt()
-        return SHA256.hash(data: Data("\(salt):\(subject.value)".utf8)).map { String(format: "%02x", $0) }.joined()
+        return SHA256.hash(data: Data("\(salt):\(subject.value)".utf8)).hexString
     }
 
     /// One outbox row per configured URL for an event.

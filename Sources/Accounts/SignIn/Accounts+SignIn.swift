@@ -96,7 +96,7 @@ extension Accounts {
         let now = clock.now()
         let existing = try await store.account(subjectHashes: vault.subjectHashCandidates(claims.sub))
         let isNew = existing == nil
-        let id = existing?.id ?? "acct_" + Data(random.bytes(16)).map { String(format: "%02x", $0) }.joined()
+        let id = existing?.id ?? "acct_" + Data(random.bytes(16)).hexString
         func seal(_ value: String, _ field: String) throws -> String {
             try vault.seal(value, context: Self.context(id, field))
         }

@@ -88,7 +88,7 @@ public struct WebFlowStates: Sendable {
 
     /// SHA-256 of the state, lowercase hex: the stored key.
     static func hash(_ state: String) -> String {
-        SHA256.hash(data: Data(state.utf8)).map { String(format: "%02x", $0) }.joined()
+        SHA256.hash(data: Data(state.utf8)).hexString
     }
 
     /// Binds the sealed nonce to its state.

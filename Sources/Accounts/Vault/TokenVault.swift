@@ -76,6 +76,6 @@ public struct TokenVault: Sendable {
     }
 
     private static func hash(_ value: String, key: SymmetricKey) -> String {
-        HMAC<SHA256>.authenticationCode(for: Data(value.utf8), using: key).map { String(format: "%02x", $0) }.joined()
+        HMAC<SHA256>.authenticationCode(for: Data(value.utf8), using: key).hexString
     }
 }

@@ -1,4 +1,5 @@
 public import Accounts
+import AppleID
 import Foundation
 public import Logging
 import SQLKit
@@ -33,7 +34,7 @@ public struct Migrator: Sendable {
         }
         var applied: [Int] = []
         for migration in Migration.all {
-            let salt = random.bytes(32).map { String(format: "%02x", $0) }.joined()
+            let salt = random.bytes(32).hexString
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             let didApply = try await database.transaction { db -> Bool in
                 if let lock { try await db.raw(SQLQueryString(lock)).run() }

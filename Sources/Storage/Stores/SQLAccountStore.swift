@@ -29,8 +29,20 @@ public struct SQLAccountStore: AccountStore {
     }
 
     /// Consumes the first issued, unexpired, unused nonce among `hashes`.
+    ///
+    /// A read decides first when nothing can be consumed (a nonce never issued, expired or used), so a forged or
+    /// replayed token costs no write; only a nonce that may be consumable takes the writer.
     public func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption {
-        try await database.transaction { db in
+        guard !hashes.isEmpty else { return .unknownOrExpired }
+        let known = try await database.withDatabase { db in
+            try await db.raw("SELECT consumed_at, expires_at FROM nonces WHERE hash IN (\(binds: hashes))").all().map {
+                (consumed: try $0.date("consumed_at") != nil, expired: try $0.date("expires_at").map { $0 <= now } ?? true)
+            }
+        }
+        if !known.contains(where: { !$0.consumed && !$0.expired }) {
+            return known.contains(where: \.consumed) ? .alreadyConsumed : .unknownOrExpired
+        }
+        return try await database.transaction { db in
             for hash in hashes {
                 let consumed = try await db.raw(
                     """

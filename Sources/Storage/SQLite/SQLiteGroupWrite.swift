@@ -1,0 +1,102 @@
+import Synchronization
+
+/// One caller's write waiting for the SQLite writer: its body, and how the writer tells the caller it is done or that
+/// it now leads the next group.
+protocol SQLiteGroupWrite: AnyObject, Sendable {
+    /// Whether the write must run alone and outside a transaction (a `PRAGMA` such as `wal_checkpoint`).
+    var isExclusive: Bool { get }
+    /// Runs the body on the writer; `false` when it threw (its error is kept as the caller's answer).
+    func run(on database: GRDBSQLDatabase) async -> Bool
+    /// Replaces a successful outcome with `error`: the group's commit failed, so nothing of the write is durable.
+    func fail(with error: any Error)
+    /// Wakes the caller: `.done` once the outcome is final, `.lead` when it is to run the next group.
+    func signal(_ signal: SQLiteGroupSignal)
+}
+
+/// What the writer tells a waiting caller.
+enum SQLiteGroupSignal: Sendable {
+    /// The write was committed (or failed); its outcome is final.
+    case done
+    /// The caller is first in line and runs the next group itself.
+    case lead
+}
+
+/// A pending write whose body returns a `T`.
+final class SQLitePendingWrite<T: Sendable>: SQLiteGroupWrite {
+    private struct State {
+        var outcome: Result<T, any Error>?
+        var signal: SQLiteGroupSignal?
+        var waiter: CheckedContinuation<SQLiteGroupSignal, Never>?
+    }
+
+    let isExclusive: Bool
+    private let body: @Sendable (GRDBSQLDatabase) async throws -> T
+    private let state = Mutex(State())
+
+    init(isExclusive: Bool, body: @escaping @Sendable (GRDBSQLDatabase) async throws -> T) {
+        self.isExclusive = isExclusive
+        self.body = body
+    }
+
+    func run(on database: GRDBSQLDatabase) async -> Bool {
+        let outcome: Result<T, any Error>
+        do {
+            outcome = .success(try await body(database))
+        } catch {
+            outcome = .failure(error)
+        }
+        state.withLock { $0.outcome = outcome }
+        if case .success = outcome { return true }
+        return false
+    }
+
+    func fail(with error: any Error) {
+        state.withLock { state in
+            if case .failure = state.outcome { return }
+            state.outcome = .failure(error)
+        }
+    }
+
+    func signal(_ signal: SQLiteGroupSignal) {
+        let waiter = state.withLock { state -> CheckedContinuation<SQLiteGroupSignal, Never>? in
+            guard let waiter = state.waiter else {
+                state.signal = signal
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume(returning: signal)
+    }
+
+    /// Waits for the writer's signal.
+    func wait() async -> SQLiteGroupSignal {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> SQLiteGroupSignal? in
+                if let signal = state.signal {
+                    state.signal = nil
+                    return signal
+                }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// The body's value, or its error, or the group's commit error.
+    func outcome() throws -> T {
+        guard let outcome = state.withLock({ $0.outcome }) else {
+            throw SQLiteWriterError.notRun
+        }
+        return try outcome.get()
+    }
+}
+
+/// A write that the writer dropped without running it.
+enum SQLiteWriterError: Error, CustomStringConvertible {
+    /// The group stopped before this write ran (the transaction was lost).
+    case notRun
+
+    var description: String { "the SQLite write did not run: its group's transaction was lost" }
+}
