@@ -109,7 +109,8 @@ extension SQLAccountStoreTests {
             }
             #expect(outcomes == [["a", "processed", "dropped", "0"], ["b", "unknown_type", "dropped", "0"], ["c", "-", "kept", "1"]])
             #expect(try await store.claimNotifications(now: now.addingTimeInterval(1.5), leaseUntil: now.addingTimeInterval(61), limit: 10).isEmpty)
-            #expect(try await store.claimNotifications(now: now.addingTimeInterval(2), leaseUntil: now.addingTimeInterval(62), limit: 10).map(\.jti) == ["c"])
+            let due = try await store.claimNotifications(now: now.addingTimeInterval(2), leaseUntil: now.addingTimeInterval(62), limit: 10)
+            #expect(due.map(\.jti) == ["c"])
         }
     }
 }
