@@ -11,9 +11,11 @@ public import Metrics
 /// `outcome`); the kinds' own counters are the handlers'. The loop that runs passes (at start-up, on wake-ups, every
 /// second) is the server's `JobService`.
 public struct JobEngine: Sendable {
+    /// Where claims take `now` and outcomes their time from.
     let clock: any WallClock
     /// How long a claimed job belongs to its holder before another worker may take it over.
     public let leaseDuration: Duration
+    /// Where `orchard_jobs_total` goes.
     let metrics: any MetricsFactory
 
     /// Creates the engine; `metrics` defaults to the process's factory.

@@ -19,6 +19,7 @@ public struct NotificationHandler: JobHandler {
     /// The inbox outcome a finished notification is marked with, unless its account change marked it already.
     public typealias Done = String
 
+    /// The lifecycle whose store, vault and account changes the handler uses.
     let accounts: Accounts
 
     /// The kind.

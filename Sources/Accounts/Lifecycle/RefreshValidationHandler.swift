@@ -19,6 +19,7 @@ public struct RefreshValidationHandler: JobHandler {
     /// What a finished validation records.
     public typealias Done = ValidationResult
 
+    /// The lifecycle whose store, vault, Apple gateway and credential revocation the handler uses.
     let accounts: Accounts
 
     /// The kind.

@@ -13,12 +13,19 @@ extension JobKind {
 ///
 /// A deletion request runs this handler on its own revocation (written already leased) with its shorter wait.
 public struct RevocationHandler: JobHandler {
+    /// The outbox it claims from and records into.
     let store: any RevocationOutbox
+    /// Opens the queued tokens.
     let vault: TokenVault
+    /// Apple's `/auth/revoke`.
     let apple: any AppleGateway
+    /// The time of retries.
     let clock: any WallClock
+    /// The jitter of retries.
     let random: any RandomSource
+    /// When a refused revocation is tried again.
     let retryPolicy: RetryPolicy
+    /// Where `orchard_revocations_total` and `orchard_apple_client_rejected_total` go.
     let metrics: any MetricsFactory
     /// How long one call to Apple may take.
     let deadline: Duration

@@ -18,12 +18,19 @@ extension JobKind {
 /// for three days, then marked failed for operators; a 2xx answer ends the retries. The deliveries of a batch are sent
 /// at once, so one slow receiver does not hold up the others.
 public struct WebhookHandler: JobHandler {
+    /// The outbox it claims from and records into.
     let store: any WebhookOutbox
+    /// Signs each attempt.
     let signer: WebhookSigner
+    /// Sends each attempt.
     let transport: any WebhookTransport
+    /// The time of signatures, retries and the retry window.
     let clock: any WallClock
+    /// The jitter of retries.
     let random: any RandomSource
+    /// The retry policy and the retry window.
     let configuration: AccountsConfiguration
+    /// Where `orchard_webhooks_total` goes.
     let metrics: any MetricsFactory
 
     /// The kind.

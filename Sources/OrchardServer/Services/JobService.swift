@@ -8,9 +8,13 @@ public import ServiceLifecycle
 /// pass that claimed a full batch is followed by another at once. Graceful shutdown ends the loops between passes: a
 /// pass under way finishes its batch and records the outcomes, so no job is left to wait for its lease.
 public struct JobService: Service {
+    /// The engine every pass runs on.
     let engine: JobEngine
+    /// One handler per kind.
     let handlers: [any JobHandler]
+    /// The wake-ups requests send, one stream per kind.
     let wakeups: JobWakeups
+    /// The logger; each loop adds `worker` (the kind).
     let logger: Logger
 
     /// Creates the service over the engine, the handlers (one per kind) and the wake-ups requests send.

@@ -3,6 +3,7 @@ public import Foundation
 import SQLKit
 
 extension SQLAccountStore: NotificationInbox {
+    /// The columns an ``InboxEntry`` is read from.
     static let inboxColumns = "jti, received_at, event_type, subject_digest, sealed_event, attempts"
 
     /// Stores a notification unless its `jti` is known.
@@ -89,6 +90,7 @@ extension SQLAccountStore: NotificationInbox {
         }
     }
 
+    /// An inbox entry from its row.
     static func inboxEntry(from row: any SQLRow) throws -> InboxEntry {
         InboxEntry(
             jti: try row.string("jti"),

@@ -4,6 +4,7 @@ public import Foundation
 import SQLKit
 
 extension SQLAccountStore: RevocationOutbox {
+    /// The columns a ``RevocationJob`` is read from.
     static let revocationColumns = "id, client_id, sealed_token, token_type_hint, attempts, next_attempt_at, lease_until, last_error, created_at"
 
     /// Claims due, unheld revocations.
@@ -59,6 +60,7 @@ extension SQLAccountStore: RevocationOutbox {
         }
     }
 
+    /// A revocation from its row.
     static func revocation(from row: any SQLRow) throws -> RevocationJob {
         RevocationJob(
             id: try row.string("id"),

@@ -3,6 +3,7 @@ public import Foundation
 import SQLKit
 
 extension SQLAccountStore: WebhookOutbox {
+    /// The columns a ``WebhookDelivery`` is read from.
     static let deliveryColumns = "id, event_id, event_type, url, body, attempts, created_at"
 
     /// Claims due, pending deliveries.
@@ -72,6 +73,7 @@ extension SQLAccountStore: WebhookOutbox {
         }
     }
 
+    /// A delivery from its row.
     static func delivery(from row: any SQLRow) throws -> WebhookDelivery {
         WebhookDelivery(
             id: try row.string("id"),
