@@ -18,6 +18,8 @@ public final class Accounts: Sendable {
     let metrics: any MetricsFactory
     /// Wakes the background workers when a request wrote work for them.
     public let wakeups: JobWakeups
+    /// The one job engine: the server's `JobService` runs every handler on it, and a deletion runs its own revocation.
+    public let engine: JobEngine
 
     /// Creates the lifecycle over its dependencies.
     ///
@@ -34,6 +36,7 @@ public final class Accounts: Sendable {
         logger: Logger
     ) {
         self.wakeups = wakeups
+        self.engine = JobEngine(clock: clock, leaseDuration: configuration.leaseDuration, metrics: metrics)
         self.metrics = metrics
         self.store = store
         self.vault = vault

@@ -67,42 +67,32 @@ public func buildApplication(
         onServerRunning: onServerRunning,
         logger: logger
     )
-    application.addServices(backgroundWorkers(accounts: accounts, store: store, dependencies: dependencies))
+    application.addServices(backgroundJobs(accounts: accounts, store: store, dependencies: dependencies))
     return OrchardApplication(application: application, accounts: accounts)
 }
 
-/// The background services: the revocation outbox, the notification inbox, refresh-token validation and the webhook
-/// outbox.
-func backgroundWorkers(accounts: Accounts, store: SQLAccountStore, dependencies: OrchardDependencies) -> [any Service] {
-    let logger = dependencies.logger
-    var workers: [any Service] = [
-        JobWorker(name: "revocations", wakeups: accounts.wakeups.stream(.revocations), logger: logger) { logger in
-            await accounts.processDueRevocations(logger: logger)
-        },
-        JobWorker(name: "notifications", wakeups: accounts.wakeups.stream(.notifications), logger: logger) { logger in
-            await accounts.processDueNotifications(logger: logger)
-        },
-        JobWorker(name: "refresh-validation", wakeups: accounts.wakeups.stream(.validations), batchSize: 64, logger: logger) { logger in
-            await accounts.processDueValidations(logger: logger)
-        },
+/// The background jobs, one handler per kind, run by one ``JobService`` on the lifecycle's engine: the revocation
+/// outbox, the notification inbox, refresh-token validation and (with a webhook secret) the webhook outbox.
+func backgroundJobs(accounts: Accounts, store: SQLAccountStore, dependencies: OrchardDependencies) -> JobService {
+    var handlers: [any JobHandler] = [
+        RevocationHandler(accounts: accounts),
+        NotificationHandler(accounts: accounts),
+        RefreshValidationHandler(accounts: accounts),
     ]
     if let secret = dependencies.configuration.webhookSecret {
-        let dispatcher = WebhookDispatcher(
-            store: store,
-            signer: WebhookSigner(secret: secret),
-            transport: HTTPWebhookTransport(client: dependencies.httpClient),
-            clock: dependencies.clock,
-            random: dependencies.random,
-            configuration: dependencies.configuration.accounts,
-            metrics: dependencies.metrics
-        )
-        workers.append(
-            JobWorker(name: "webhooks", wakeups: accounts.wakeups.stream(.webhooks), logger: logger) { logger in
-                await dispatcher.processDue(logger: logger)
-            }
+        handlers.append(
+            WebhookHandler(
+                store: store,
+                signer: WebhookSigner(secret: secret),
+                transport: HTTPWebhookTransport(client: dependencies.httpClient),
+                clock: dependencies.clock,
+                random: dependencies.random,
+                configuration: dependencies.configuration.accounts,
+                metrics: dependencies.metrics
+            )
         )
     }
-    return workers
+    return JobService(engine: accounts.engine, handlers: handlers, wakeups: accounts.wakeups, logger: dependencies.logger)
 }
 
 /// Wires the lifecycle: migrates the database, then Apple's side (keys, verifier, client secrets, REST client), the

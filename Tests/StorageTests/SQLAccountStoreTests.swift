@@ -163,14 +163,12 @@ import Testing
             let first = try await store.claimRevocations(now: now, leaseUntil: now.addingTimeInterval(60), limit: 10)
             #expect(first.count == 2)
             #expect(try await store.claimRevocations(now: now.addingTimeInterval(30), leaseUntil: now.addingTimeInterval(90), limit: 10).isEmpty)
-            try await store.completeRevocation(id: first[0].id)
+            try await store.completeRevocations([JobResult(job: first[0], outcome: .done)], at: now.addingTimeInterval(1))
             let takenOver = try await store.claimRevocations(now: now.addingTimeInterval(61), leaseUntil: now.addingTimeInterval(121), limit: 10)
             #expect(takenOver.map(\.id) == [first[1].id])
-            try await store.rescheduleRevocation(
-                id: first[1].id,
-                attempts: 1,
-                nextAttemptAt: now.addingTimeInterval(200),
-                lastError: "apple_unavailable"
+            try await store.completeRevocations(
+                [JobResult(job: first[1], outcome: .retry(at: now.addingTimeInterval(200), error: "apple_unavailable"))],
+                at: now.addingTimeInterval(62)
             )
             #expect(try await store.claimRevocations(now: now.addingTimeInterval(199), leaseUntil: now.addingTimeInterval(260), limit: 10).isEmpty)
             #expect(try await store.claimRevocations(now: now.addingTimeInterval(200), leaseUntil: now.addingTimeInterval(260), limit: 10).count == 1)

@@ -131,11 +131,14 @@ extension Accounts {
         wakeups.notify(.webhooks)
 
         guard revoke else { return DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil) }
-        guard let token, let job else {
+        guard let job else {
             return DeletionResult(appleRevocation: .manualRequired, manualRevocationURL: Self.manualRevocationURL)
         }
-        let outcome = await attemptRevocation(job, token: token.value, deadline: configuration.revocationWait, logger: logger)
-        return DeletionResult(appleRevocation: outcome ? .revoked : .pending, manualRevocationURL: nil)
+        // The row was written leased to this request: run it here, with the request's shorter wait for Apple.
+        let handler = RevocationHandler(accounts: self, deadline: configuration.revocationWait)
+        let outcome = await engine.run(claimed: [job], with: handler, logger: logger).first ?? nil
+        guard case .done(_)? = outcome else { return DeletionResult(appleRevocation: .pending, manualRevocationURL: nil) }
+        return DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil)
     }
 
     /// The sealing context of a token in the revocation outbox.

@@ -50,88 +50,6 @@ extension Accounts {
         return inserted
     }
 
-    /// One pass of the notification worker: claims stored notifications and acts on each once. Returns how many it
-    /// claimed.
-    public func processDueNotifications(limit: Int = 32, logger: Logger) async -> Int {
-        let now = clock.now()
-        let claimed: [InboxEntry]
-        do {
-            claimed = try await store.claimNotifications(
-                now: now,
-                leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds),
-                limit: limit
-            )
-        } catch {
-            logger.warning("cannot claim notifications", metadata: ["error": "\(error)"])
-            return 0
-        }
-        for entry in claimed {
-            do {
-                try await process(entry, logger: logger)
-            } catch {
-                let attempts = entry.attempts + 1
-                let delay = configuration.retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
-                logger.warning(
-                    "notification processing failed; will retry",
-                    metadata: ["notification.jti": "\(entry.jti)", "error": "\(error)"]
-                )
-                try? await store.rescheduleNotification(jti: entry.jti, attempts: attempts, nextAttemptAt: clock.now().addingTimeInterval(delay))
-            }
-        }
-        return claimed.count
-    }
-
-    private func process(_ entry: InboxEntry, logger: Logger) async throws {
-        let now = clock.now()
-        guard let sealed = entry.sealedEvent else {
-            try await store.completeNotification(jti: entry.jti, outcome: "no_event", at: now)
-            return
-        }
-        let json = try vault.open(sealed, context: Self.notificationContext(entry.jti))
-        let event = try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
-        guard let account = try await store.account(subjectHashes: vault.subjectHashCandidates(event.sub)) else {
-            try await store.completeNotification(jti: entry.jti, outcome: "unknown_subject", at: now)
-            logger.info("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
-            return
-        }
-        var applied = true
-        switch event.type {
-        case .emailEnabled, .emailDisabled:
-            let forwarding: EmailForwarding = event.type == .emailEnabled ? .enabled : .disabled
-            let webhook = WebhookEvent(
-                type: "account.email_forwarding_changed",
-                id: randomID("evt_"),
-                occurredAt: now,
-                accountID: account.id,
-                emailForwarding: forwarding
-            )
-            applied = try await store.apply(
-                AccountChange(
-                    accountID: account.id,
-                    action: .setEmailForwarding(forwarding),
-                    webhooks: webhooks(for: webhook),
-                    completesNotification: entry.jti,
-                    at: now
-                )
-            )
-        case .consentRevoked where configuration.consentRevokedPolicy == .signOut:
-            applied = try await revokeCredential(account, reason: "consent_revoked", completesNotification: entry.jti, at: now)
-        case .consentRevoked:
-            applied = try await deleteQuietly(account, reason: .consentRevoked, jti: entry.jti, logger: logger)
-        case .accountDelete:
-            applied = try await deleteQuietly(account, reason: .appleAccountDeleted, jti: entry.jti, logger: logger)
-        case .unknown(let type):
-            logger.warning("notification of an unknown type recorded and ignored", metadata: ["notification.type": "\(type)"])
-            try await store.completeNotification(jti: entry.jti, outcome: "unknown_type", at: now)
-            return
-        }
-        if !applied {
-            try await store.completeNotification(jti: entry.jti, outcome: "unknown_subject", at: now)
-        }
-        wakeups.notify(.webhooks)
-        Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)], factory: metrics).increment()
-    }
-
     /// Ends every session of an account and marks its Apple credential revoked, with the webhook; `false` when the
     /// account is gone.
     func revokeCredential(_ account: AccountRecord, reason: String, completesNotification: String?, at now: Date) async throws -> Bool {
@@ -153,7 +71,9 @@ extension Accounts {
         )
     }
 
-    private func deleteQuietly(_ account: AccountRecord, reason: DeletionReason, jti: String, logger: Logger) async throws -> Bool {
+    /// Deletes an account for a notification, without revoking at Apple (Apple ended the grant); `false` when the
+    /// account is gone.
+    func deleteQuietly(_ account: AccountRecord, reason: DeletionReason, jti: String, logger: Logger) async throws -> Bool {
         do {
             _ = try await delete(account, reason: reason, revoke: false, completesNotification: jti, logger: logger)
             return true

@@ -1,55 +1,113 @@
 public import Foundation
 public import SQLKit
 
-/// The kinds of background job Orchard claims from the database, each from its own table.
-public enum ClaimedJob: String, Sendable, CaseIterable {
-    /// Tokens waiting for Apple's `/auth/revoke` (`revocations`).
-    case revocations
-    /// Apple's notifications waiting to be acted on (`notification_inbox`).
-    case notifications
-    /// Webhook deliveries waiting to be sent (`webhook_outbox`).
-    case webhooks
-    /// Accounts whose refresh token is due for validation (`accounts`).
-    case validations
+/// Where one kind of background job waits in the database, and how a claim finds its due rows.
+///
+/// Every claim is the same statement over a different table: lease the oldest due rows nobody holds, through the
+/// table's due-time index. A new job kind declares its table here (and lists it in ``all``, which the storage tests
+/// `EXPLAIN` on every backend).
+public struct JobTable: Sendable, Hashable, CustomStringConvertible {
+    /// The table.
+    public let table: String
+    /// The index on the due-time column a claim must start from.
+    public let dueIndex: String
+    /// The primary key a claim picks rows by.
+    let key: String
+    /// The due-time column; a finished row has none, so it leaves the index's due range.
+    let dueColumn: String
+    /// What else a due row satisfies (constant SQL, no binds).
+    let condition: String?
+    /// The lease column; `nil` when a claim moves the due time itself to the lease's end.
+    let leaseColumn: String?
+
+    /// The table's name.
+    public var description: String { table }
+
+    /// Tokens waiting for Apple's `/auth/revoke`.
+    public static let revocations = JobTable(
+        table: "revocations",
+        dueIndex: "revocations_next_attempt_at",
+        key: "id",
+        dueColumn: "next_attempt_at",
+        condition: nil,
+        leaseColumn: "lease_until"
+    )
+    /// Apple's notifications waiting to be acted on.
+    public static let notifications = JobTable(
+        table: "notification_inbox",
+        dueIndex: "notification_inbox_next_attempt_at",
+        key: "jti",
+        dueColumn: "next_attempt_at",
+        condition: "processed_at IS NULL",
+        leaseColumn: "lease_until"
+    )
+    /// Webhook deliveries waiting to be sent.
+    public static let webhooks = JobTable(
+        table: "webhook_outbox",
+        dueIndex: "webhook_outbox_status_next_attempt_at",
+        key: "id",
+        dueColumn: "next_attempt_at",
+        condition: "status = 'pending'",
+        leaseColumn: "lease_until"
+    )
+    /// Accounts whose refresh token is due for validation: a claimed account's due time moves to the end of its lease,
+    /// so it needs no lease column of its own.
+    public static let validations = JobTable(
+        table: "accounts",
+        dueIndex: "accounts_next_validation_at",
+        key: "id",
+        dueColumn: "next_validation_at",
+        condition: "apple_credential = 'valid' AND sealed_refresh_token IS NOT NULL",
+        leaseColumn: nil
+    )
+
+    /// Every job table.
+    public static let all: [JobTable] = [.revocations, .notifications, .webhooks, .validations]
 }
 
 extension SQLAccountStore {
-    /// The subquery that picks the rows a claim takes: at most `limit` rows of `job`'s table whose due time has come and
-    /// that no live lease holds, oldest first, locked with ``lockingClause``.
+    /// The subquery that picks the rows a claim takes: at most `limit` rows of `jobs` whose due time has come and that
+    /// no live lease holds, oldest first, locked with ``lockingClause``.
     ///
-    /// Each range starts at the table's due-time index (`next_attempt_at`, or `next_validation_at` for accounts), and
-    /// finished rows have no due time, so a tick reads only due rows however large the table grows. Each claim runs this
-    /// inside its `UPDATE`; the storage tests `EXPLAIN` it on every backend to hold that promise.
-    public func dueRows(_ job: ClaimedJob, now: Date, limit: Int) -> SQLQueryString {
+    /// The range starts at the table's due-time index, and finished rows have no due time, so a tick reads only due rows
+    /// however large the table grows. Each claim runs this inside its `UPDATE`; the storage tests `EXPLAIN` it on every
+    /// backend to hold that promise.
+    public func dueRows(_ jobs: JobTable, now: Date, limit: Int) -> SQLQueryString {
         let now = now.milliseconds
-        switch job {
-        case .revocations:
-            return """
-                SELECT id FROM revocations
-                WHERE next_attempt_at <= \(bind: now) AND (lease_until IS NULL OR lease_until <= \(bind: now))
-                ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
+        var query: SQLQueryString = """
+            SELECT \(unsafeRaw: jobs.key) FROM \(unsafeRaw: jobs.table)
+            WHERE \(unsafeRaw: jobs.dueColumn) <= \(bind: now)
+            """
+        if let condition = jobs.condition {
+            query += " AND \(unsafeRaw: condition)"
+        }
+        if let lease = jobs.leaseColumn {
+            query += " AND (\(unsafeRaw: lease) IS NULL OR \(unsafeRaw: lease) <= \(bind: now))"
+        }
+        query += " ORDER BY \(unsafeRaw: jobs.dueColumn) LIMIT \(bind: limit) \(unsafeRaw: lockingClause)"
+        return query
+    }
+
+    /// Claims up to `limit` due rows of `jobs` nobody holds, in one `UPDATE` that leases them until `leaseUntil`;
+    /// returns them decoded from `columns`.
+    func claim<Job: Sendable>(
+        _ jobs: JobTable,
+        now: Date,
+        leaseUntil: Date,
+        limit: Int,
+        returning columns: String,
+        as decode: @escaping @Sendable (any SQLRow) throws -> Job
+    ) async throws -> [Job] {
+        let candidates = dueRows(jobs, now: now, limit: limit)
+        let leased = jobs.leaseColumn ?? jobs.dueColumn
+        return try await database.transaction { db in
+            try await db.raw(
                 """
-        case .notifications:
-            return """
-                SELECT jti FROM notification_inbox
-                WHERE next_attempt_at <= \(bind: now) AND processed_at IS NULL
-                  AND (lease_until IS NULL OR lease_until <= \(bind: now))
-                ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
+                UPDATE \(unsafeRaw: jobs.table) SET \(unsafeRaw: leased) = \(bind: leaseUntil.milliseconds)
+                WHERE \(unsafeRaw: jobs.key) IN (\(candidates))
+                RETURNING \(unsafeRaw: columns)
                 """
-        case .webhooks:
-            return """
-                SELECT id FROM webhook_outbox
-                WHERE next_attempt_at <= \(bind: now) AND status = 'pending'
-                  AND (lease_until IS NULL OR lease_until <= \(bind: now))
-                ORDER BY next_attempt_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
-                """
-        case .validations:
-            // A claimed account's due time moves to the end of its lease, so it needs no lease column of its own.
-            return """
-                SELECT id FROM accounts
-                WHERE next_validation_at <= \(bind: now) AND apple_credential = 'valid' AND sealed_refresh_token IS NOT NULL
-                ORDER BY next_validation_at LIMIT \(bind: limit) \(unsafeRaw: lockingClause)
-                """
+            ).all().map(decode)
         }
     }
 }

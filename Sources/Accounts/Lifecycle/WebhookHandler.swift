@@ -1,5 +1,5 @@
 public import AppleID
-import Foundation
+public import Foundation
 public import Logging
 public import Metrics
 
@@ -9,20 +9,40 @@ public protocol WebhookTransport: Sendable {
     func post(url: String, body: String, headers: [(String, String)]) async throws -> Int
 }
 
+extension JobKind {
+    /// Deliveries in the webhook outbox.
+    public static let webhooks = JobKind("webhooks")
+}
+
 /// Delivers the webhook outbox: each attempt signed afresh (receivers refuse old timestamps), retried with backoff
-/// for three days, then marked failed for operators; a 2xx answer ends the retries.
-public struct WebhookDispatcher: Sendable {
-    let store: any LifecycleStore
+/// for three days, then marked failed for operators; a 2xx answer ends the retries. The deliveries of a batch are sent
+/// at once, so one slow receiver does not hold up the others.
+public struct WebhookHandler: JobHandler {
+    /// The outbox it claims from and records into.
+    let store: any WebhookOutbox
+    /// Signs each attempt.
     let signer: WebhookSigner
+    /// Sends each attempt.
     let transport: any WebhookTransport
+    /// The time of signatures, retries and the retry window.
     let clock: any WallClock
+    /// The jitter of retries.
     let random: any RandomSource
+    /// The retry policy and the retry window.
     let configuration: AccountsConfiguration
+    /// Where `orchard_webhooks_total` goes.
     let metrics: any MetricsFactory
 
-    /// Creates the dispatcher; `metrics` (for `orchard_webhooks_total`) defaults to the process's factory.
+    /// The kind.
+    public var kind: JobKind { .webhooks }
+    /// Claims per pass.
+    public var batchSize: Int { 32 }
+    /// Every delivery of a batch at once.
+    public var concurrency: Int { batchSize }
+
+    /// Creates the handler; `metrics` (for `orchard_webhooks_total`) defaults to the process's factory.
     public init(
-        store: any LifecycleStore,
+        store: any WebhookOutbox,
         signer: WebhookSigner,
         transport: any WebhookTransport,
         clock: any WallClock,
@@ -39,25 +59,13 @@ public struct WebhookDispatcher: Sendable {
         self.configuration = configuration
     }
 
-    /// One pass: claims due deliveries and sends them. Returns how many it claimed.
-    public func processDue(limit: Int = 32, logger: Logger) async -> Int {
-        let now = clock.now()
-        let claimed: [WebhookDelivery]
-        do {
-            claimed = try await store.claimWebhooks(now: now, leaseUntil: now.addingTimeInterval(configuration.leaseDuration.seconds), limit: limit)
-        } catch {
-            logger.warning("cannot claim webhooks", metadata: ["error": "\(error)"])
-            return 0
-        }
-        await withTaskGroup(of: Void.self) { group in
-            for delivery in claimed {
-                group.addTask { await self.send(delivery, logger: logger) }
-            }
-        }
-        return claimed.count
+    /// Claims due, pending deliveries.
+    public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [WebhookDelivery] {
+        try await store.claimWebhooks(now: now, leaseUntil: leaseUntil, limit: limit)
     }
 
-    private func send(_ delivery: WebhookDelivery, logger: Logger) async {
+    /// Sends one attempt, signed now.
+    public func perform(_ delivery: WebhookDelivery, logger: Logger) async -> JobOutcome<Void> {
         let timestamp = Int(clock.now().timeIntervalSince1970)
         let headers = [
             ("content-type", "application/json"),
@@ -70,14 +78,12 @@ public struct WebhookDispatcher: Sendable {
             let status = try await transport.post(url: delivery.url, body: delivery.body, headers: headers)
             if (200..<300).contains(status) {
                 Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "delivered")], factory: metrics).increment()
-                try? await store.markWebhookDelivered(id: delivery.id, at: clock.now())
-                return
+                return .done
             }
             failure = "HTTP \(status)"
         } catch {
             failure = "unreachable: \(type(of: error))"
         }
-        let attempts = delivery.attempts + 1
         let now = clock.now()
         if now.timeIntervalSince(delivery.createdAt) >= configuration.webhookRetryWindow.seconds {
             Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "failed")], factory: metrics).increment()
@@ -85,12 +91,21 @@ public struct WebhookDispatcher: Sendable {
                 "webhook given up after its retry window",
                 metadata: ["webhook.id": "\(delivery.eventID)", "webhook.url": "\(delivery.url)"]
             )
-            try? await store.markWebhookFailed(id: delivery.id, attempts: attempts, lastError: failure)
-            return
+            return .failed(error: failure)
         }
         Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
-        let delay = configuration.retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
+        let delay = configuration.retryPolicy.delay(afterAttempts: delivery.attempts + 1, unit: random.unit())
         logger.warning("webhook not delivered; will retry", metadata: ["webhook.id": "\(delivery.eventID)", "error": "\(failure)"])
-        try? await store.rescheduleWebhook(id: delivery.id, attempts: attempts, nextAttemptAt: now.addingTimeInterval(delay), lastError: failure)
+        return .retry(at: now.addingTimeInterval(delay), error: failure)
+    }
+
+    /// Records the batch's deliveries, retries and give-ups, in one transaction.
+    public func complete(_ results: [JobResult<WebhookDelivery, Void>], at now: Date) async throws {
+        try await store.completeWebhooks(results, at: now)
+    }
+
+    /// The event's id and the delivery's row.
+    public func metadata(for delivery: WebhookDelivery) -> Logger.Metadata {
+        ["webhook.id": "\(delivery.eventID)", "webhook.delivery": "\(delivery.id)"]
     }
 }

@@ -1,0 +1,121 @@
+public import AppleID
+import Foundation
+public import Logging
+public import Metrics
+
+/// Runs any ``JobHandler``: claim → lease → perform → complete-or-reschedule, once, for every kind.
+///
+/// A pass claims a batch in one statement (leased for ``leaseDuration``), performs the jobs (at most the handler's
+/// ``JobHandler/concurrency`` at once) and writes every outcome back in one batch. Claims read only due rows, so a pass
+/// costs the same however many rows are not due. Each outcome is counted in `orchard_jobs_total` (by `kind` and
+/// `outcome`); the kinds' own counters are the handlers'. The loop that runs passes (at start-up, on wake-ups, every
+/// second) is the server's `JobService`.
+public struct JobEngine: Sendable {
+    /// Where claims take `now` and outcomes their time from.
+    let clock: any WallClock
+    /// How long a claimed job belongs to its holder before another worker may take it over.
+    public let leaseDuration: Duration
+    /// Where `orchard_jobs_total` goes.
+    let metrics: any MetricsFactory
+
+    /// Creates the engine; `metrics` defaults to the process's factory.
+    public init(clock: any WallClock, leaseDuration: Duration, metrics: any MetricsFactory = MetricsSystem.factory) {
+        self.clock = clock
+        self.leaseDuration = leaseDuration
+        self.metrics = metrics
+    }
+
+    /// One pass of a handler: claims up to `limit` due jobs (the handler's batch size by default), performs them and
+    /// records the outcomes. Returns how many it claimed.
+    @discardableResult
+    public func runPass<Handler: JobHandler>(_ handler: Handler, limit: Int? = nil, logger: Logger) async -> Int {
+        let now = clock.now()
+        let jobs: [Handler.Job]
+        do {
+            jobs = try await handler.claim(
+                now: now,
+                leaseUntil: now.addingTimeInterval(leaseDuration.seconds),
+                limit: limit ?? handler.batchSize,
+                logger: logger
+            )
+        } catch {
+            logger.warning("cannot claim jobs", metadata: ["job.kind": "\(handler.kind)", "error": "\(error)"])
+            return 0
+        }
+        if !jobs.isEmpty {
+            await run(claimed: jobs, with: handler, logger: logger)
+        }
+        return jobs.count
+    }
+
+    /// Performs jobs already claimed (by ``runPass(_:limit:logger:)``, or by a request that wrote its own job with a
+    /// lease, as a deletion does with its revocation) and records their outcomes in one batch.
+    ///
+    /// Returns each job's outcome as performed, in the jobs' order; `nil` for a job whose handler threw (left to its
+    /// lease). When the batch cannot be recorded, that is logged and its jobs keep their leases.
+    @discardableResult
+    public func run<Handler: JobHandler>(
+        claimed jobs: [Handler.Job],
+        with handler: Handler,
+        logger: Logger
+    ) async -> [JobOutcome<Handler.Done>?] {
+        let outcomes = await perform(jobs, with: handler, logger: logger)
+        let results = zip(jobs, outcomes).compactMap { job, outcome in outcome.map { JobResult(job: job, outcome: $0) } }
+        guard !results.isEmpty else { return outcomes }
+        do {
+            try await handler.complete(results, at: clock.now())
+        } catch {
+            logger.error(
+                "cannot record the outcomes of a batch; its jobs keep their leases and will be tried again",
+                metadata: ["job.kind": "\(handler.kind)", "job.count": "\(results.count)", "error": "\(error)"]
+            )
+            return outcomes
+        }
+        for result in results {
+            Counter(label: "orchard_jobs_total", dimensions: [("kind", handler.kind.name), ("outcome", result.outcome.label)], factory: metrics)
+                .increment()
+        }
+        return outcomes
+    }
+
+    /// Performs the jobs, at most the handler's concurrency at once; outcomes in the jobs' order.
+    private func perform<Handler: JobHandler>(
+        _ jobs: [Handler.Job],
+        with handler: Handler,
+        logger: Logger
+    ) async -> [JobOutcome<Handler.Done>?] {
+        let width = max(1, handler.concurrency)
+        guard width > 1, jobs.count > 1 else {
+            var outcomes: [JobOutcome<Handler.Done>?] = []
+            for job in jobs {
+                outcomes.append(await attempt(job, with: handler, logger: logger))
+            }
+            return outcomes
+        }
+        return await withTaskGroup(of: (Int, JobOutcome<Handler.Done>?).self) { group in
+            var outcomes = [JobOutcome<Handler.Done>?](repeating: nil, count: jobs.count)
+            for (index, job) in jobs.enumerated() {
+                if index >= width, let (finished, outcome) = await group.next() {
+                    outcomes[finished] = outcome
+                }
+                group.addTask { (index, await self.attempt(job, with: handler, logger: logger)) }
+            }
+            for await (finished, outcome) in group {
+                outcomes[finished] = outcome
+            }
+            return outcomes
+        }
+    }
+
+    private func attempt<Handler: JobHandler>(_ job: Handler.Job, with handler: Handler, logger: Logger) async -> JobOutcome<Handler.Done>? {
+        do {
+            return try await handler.perform(job, logger: logger)
+        } catch {
+            var metadata = handler.metadata(for: job)
+            metadata["job.kind"] = "\(handler.kind)"
+            metadata["error"] = "\(error)"
+            logger.error("a job failed without an outcome; it is tried again when its lease runs out", metadata: metadata)
+            return nil
+        }
+    }
+}

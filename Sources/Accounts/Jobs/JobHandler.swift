@@ -1,0 +1,34 @@
+public import Foundation
+public import Logging
+
+/// One kind of background job, as the ``JobEngine`` runs it: claim a batch of due rows under a lease, perform each,
+/// write the outcomes back in one batch.
+///
+/// A handler only says how its kind is claimed, done and recorded; leases, batching, concurrency limits, wake-ups, the
+/// 1-second tick and shutdown are the engine's and the server's `JobService`'s. A new kind is one handler (plus the SQL
+/// its store needs) registered in the composition root.
+public protocol JobHandler: Sendable {
+    /// The claimed work item.
+    associatedtype Job: Sendable
+    /// What a finished job leaves to be recorded (`Void` for most kinds).
+    associatedtype Done: Sendable = Void
+
+    /// The kind: its wake-up channel and its name in logs and metrics.
+    var kind: JobKind { get }
+    /// How many jobs one pass claims; a pass that claims a full batch is followed by another at once.
+    var batchSize: Int { get }
+    /// How many jobs of a batch run at once (1: one after the other, in claim order).
+    var concurrency: Int { get }
+
+    /// Claims up to `limit` jobs due at `now` that nobody holds, leasing them until `leaseUntil`, in one statement.
+    func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [Job]
+    /// Performs one claimed job.
+    ///
+    /// Throwing leaves the job to its lease: nothing is written back, and the job is claimed again once the lease runs
+    /// out (the choice for faults a retry with backoff would not cure, such as a value the vault cannot open).
+    func perform(_ job: Job, logger: Logger) async throws -> JobOutcome<Done>
+    /// Writes back the outcomes of one batch, in one transaction.
+    func complete(_ results: [JobResult<Job, Done>], at now: Date) async throws
+    /// Log metadata that identifies a job without any secret (`revocation.id`, `webhook.id`, ...).
+    func metadata(for job: Job) -> Logger.Metadata
+}

@@ -1,0 +1,116 @@
+import AppleID
+public import Foundation
+public import Logging
+import Metrics
+
+extension JobKind {
+    /// Accounts whose refresh token is due for validation at Apple.
+    public static let validations = JobKind("refresh-validation")
+}
+
+/// Validates each due account's refresh token at Apple once per interval, while somebody is signed in.
+///
+/// `invalid_grant` ends every session of the account (`apple_credential_revoked`), marks its credential revoked and
+/// sends `account.credential_revoked`; transient failures and `invalid_client` keep the sessions and retry with
+/// backoff. An account without a live session is left until its next sign-in. Up to 16 accounts of a batch of 64 are
+/// validated at once. Each claim records the backlog left after it (`orchard_refresh_validations_due`,
+/// `orchard_refresh_validation_oldest_overdue_seconds`).
+public struct RefreshValidationHandler: JobHandler {
+    /// What a finished validation records.
+    public typealias Done = ValidationResult
+
+    /// The lifecycle whose store, vault, Apple gateway and credential revocation the handler uses.
+    let accounts: Accounts
+
+    /// The kind.
+    public var kind: JobKind { .validations }
+    /// Claims per pass.
+    public var batchSize: Int { 64 }
+    /// Calls to Apple at once.
+    public var concurrency: Int { 16 }
+
+    /// Creates the handler over the lifecycle.
+    public init(accounts: Accounts) {
+        self.accounts = accounts
+    }
+
+    /// Claims due accounts through the due-time index, then records the backlog left.
+    public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [AccountRecord] {
+        let claimed = try await accounts.store.claimDueValidations(now: now, leaseUntil: leaseUntil, limit: limit)
+        do {
+            let backlog = try await accounts.store.validationBacklog(now: now)
+            Gauge(label: "orchard_refresh_validations_due", factory: accounts.metrics).record(backlog.count)
+            Gauge(label: "orchard_refresh_validation_oldest_overdue_seconds", factory: accounts.metrics).record(
+                backlog.oldestDue.map { now.timeIntervalSince($0) } ?? 0
+            )
+        } catch {
+            logger.warning("cannot read the validation backlog", metadata: ["error": "\(error)"])
+        }
+        return claimed
+    }
+
+    /// Validates one account's refresh token at Apple.
+    ///
+    /// - Throws: a storage or vault fault (left to its lease: the account is due again when the lease runs out).
+    public func perform(_ account: AccountRecord, logger: Logger) async throws -> JobOutcome<ValidationResult> {
+        let metrics = accounts.metrics
+        guard try await accounts.store.hasLiveSession(accountID: account.id, now: accounts.clock.now()) else {
+            // Nobody is signed in: nothing to keep alive. The next sign-in validates by its code exchange.
+            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "dormant")], factory: metrics).increment()
+            return .done(.unscheduled)
+        }
+        guard let sealed = account.sealedRefreshToken else { return .done(.unscheduled) }
+        let refreshToken = try accounts.vault.open(sealed, context: Accounts.context(account.id, "refresh_token"))
+        let response: AppleTokenResponse
+        do {
+            response = try await accounts.apple.validateRefreshToken(refreshToken, clientID: account.clientID)
+        } catch {
+            return try await failure(account, error: Accounts.mapApple(error), logger: logger)
+        }
+        let sealedAccess = try response.accessToken.map { try accounts.vault.seal($0, context: Accounts.context(account.id, "access_token")) }
+        Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "valid")], factory: metrics).increment()
+        let now = accounts.clock.now()
+        return .done(.validated(at: now, sealedAccessToken: sealedAccess, nextValidationAt: accounts.nextValidation(after: now)))
+    }
+
+    /// Records the validations and the next due times, in one transaction.
+    public func complete(_ results: [JobResult<AccountRecord, ValidationResult>], at now: Date) async throws {
+        try await accounts.store.completeValidations(results, at: now)
+    }
+
+    /// The account's id.
+    public func metadata(for account: AccountRecord) -> Logger.Metadata {
+        ["account.id": "\(account.id)"]
+    }
+
+    private func failure(_ account: AccountRecord, error: AccountsError, logger: Logger) async throws -> JobOutcome<ValidationResult> {
+        let now = accounts.clock.now()
+        let metrics = accounts.metrics
+        let retryPolicy = accounts.configuration.retryPolicy
+        switch error.code {
+        case .authorizationCodeRejected:
+            // invalid_grant: the user revoked the app, changed their password, or Apple ended the grant.
+            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "invalid_grant")], factory: metrics).increment()
+            logger.info("Apple says the grant is gone: signing the account out everywhere", metadata: ["account.id": "\(account.id)"])
+            _ = try await accounts.revokeCredential(account, reason: "invalid_grant", completesNotification: nil, at: now)
+            accounts.wakeups.notify(.webhooks)
+            return .done(.unscheduled)
+        case .appleClientRejected:
+            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "client_rejected")], factory: metrics).increment()
+            Counter(label: "orchard_apple_client_rejected_total", dimensions: [("endpoint", "token")], factory: metrics).increment()
+            logger.critical(
+                "Apple refused Orchard's client secret during refresh validation: nobody is signed out; fix APPLE_TEAM_ID, APPLE_KEY_ID or APPLE_PRIVATE_KEY_FILE",
+                metadata: ["account.id": "\(account.id)", "apple.client_id": "\(account.clientID)"]
+            )
+            return .retry(at: now.addingTimeInterval(retryPolicy.maximumDelay), error: error.code.rawValue)
+        default:
+            Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "unavailable")], factory: metrics).increment()
+            // The outage's length so far stands for the number of tries: retries start after 2 s and double.
+            let due = (account.lastValidatedAt ?? now).addingTimeInterval(accounts.configuration.refreshValidationInterval.seconds)
+            let overdue = max(1, now.timeIntervalSince(due) / retryPolicy.initialDelay)
+            let delay = retryPolicy.delay(afterAttempts: 1 + Int(log2(overdue)), unit: accounts.random.unit())
+            logger.warning("Apple unavailable for refresh validation; sessions kept, will retry", metadata: ["account.id": "\(account.id)"])
+            return .retry(at: now.addingTimeInterval(delay), error: error.code.rawValue)
+        }
+    }
+}

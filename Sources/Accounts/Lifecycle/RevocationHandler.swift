@@ -1,0 +1,102 @@
+import AppleID
+public import Foundation
+public import Logging
+import Metrics
+
+extension JobKind {
+    /// Tokens in the revocation outbox, waiting for Apple's `/auth/revoke`.
+    public static let revocations = JobKind("revocations")
+}
+
+/// Asks Apple to revoke the tokens of deleted accounts: on acceptance the row goes; otherwise it is retried with backoff
+/// (from 2 s, doubling with jitter, at most 10 minutes apart) until Apple accepts. Jobs of a batch run concurrently.
+///
+/// A deletion request runs this handler on its own revocation (written already leased) with its shorter wait.
+public struct RevocationHandler: JobHandler {
+    /// The outbox it claims from and records into.
+    let store: any RevocationOutbox
+    /// Opens the queued tokens.
+    let vault: TokenVault
+    /// Apple's `/auth/revoke`.
+    let apple: any AppleGateway
+    /// The time of retries.
+    let clock: any WallClock
+    /// The jitter of retries.
+    let random: any RandomSource
+    /// When a refused revocation is tried again.
+    let retryPolicy: RetryPolicy
+    /// Where `orchard_revocations_total` and `orchard_apple_client_rejected_total` go.
+    let metrics: any MetricsFactory
+    /// How long one call to Apple may take.
+    let deadline: Duration
+
+    /// The kind.
+    public var kind: JobKind { .revocations }
+    /// Claims per pass.
+    public var batchSize: Int { 32 }
+    /// Every revocation of a batch at once.
+    public var concurrency: Int { batchSize }
+
+    /// Creates the handler over the lifecycle's store, vault and Apple; each call to Apple may take `deadline`.
+    public init(accounts: Accounts, deadline: Duration = .seconds(10)) {
+        store = accounts.store
+        vault = accounts.vault
+        apple = accounts.apple
+        clock = accounts.clock
+        random = accounts.random
+        retryPolicy = accounts.configuration.retryPolicy
+        metrics = accounts.metrics
+        self.deadline = deadline
+    }
+
+    /// Claims due, unheld revocations.
+    public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [RevocationJob] {
+        try await store.claimRevocations(now: now, leaseUntil: leaseUntil, limit: limit)
+    }
+
+    /// Opens the queued token and asks Apple to revoke it.
+    ///
+    /// - Throws: when the token cannot be opened with the configured vault keys (left to its lease, retried after it).
+    public func perform(_ job: RevocationJob, logger: Logger) async throws -> JobOutcome<Void> {
+        let token: Redacted<String>
+        do {
+            token = try vault.open(job.sealedToken, context: Accounts.revocationContext(job.id))
+        } catch {
+            logger.error("a queued token cannot be opened with the configured vault keys", metadata: ["revocation.id": "\(job.id)"])
+            throw error
+        }
+        do {
+            try await apple.revoke(token, hint: job.hint, clientID: job.clientID, deadline: deadline)
+        } catch {
+            let mapped = Accounts.mapApple(error)
+            let attempts = job.attempts + 1
+            if mapped.code == .appleClientRejected {
+                Counter(label: "orchard_apple_client_rejected_total", dimensions: [("endpoint", "revoke")], factory: metrics).increment()
+                logger.critical(
+                    "Apple refused Orchard's client secret at /auth/revoke: the revocation is kept and retried; fix APPLE_TEAM_ID, APPLE_KEY_ID or APPLE_PRIVATE_KEY_FILE",
+                    metadata: ["revocation.id": "\(job.id)", "apple.client_id": "\(job.clientID)"]
+                )
+            } else {
+                logger.warning(
+                    "revocation not accepted yet; will retry",
+                    metadata: ["revocation.id": "\(job.id)", "revocation.attempts": "\(attempts)", "error.code": "\(mapped.code.rawValue)"]
+                )
+            }
+            Counter(label: "orchard_revocations_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
+            let delay = retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
+            return .retry(at: clock.now().addingTimeInterval(delay), error: mapped.code.rawValue)
+        }
+        Counter(label: "orchard_revocations_total", dimensions: [("outcome", "revoked")], factory: metrics).increment()
+        return .done
+    }
+
+    /// Removes the accepted revocations and releases the others, in one transaction.
+    public func complete(_ results: [JobResult<RevocationJob, Void>], at now: Date) async throws {
+        try await store.completeRevocations(results, at: now)
+    }
+
+    /// The row's id.
+    public func metadata(for job: RevocationJob) -> Logger.Metadata {
+        ["revocation.id": "\(job.id)"]
+    }
+}

@@ -1,0 +1,64 @@
+public import Accounts
+public import Logging
+public import ServiceLifecycle
+
+/// Runs every registered job handler on the job engine, until graceful shutdown.
+///
+/// Each handler gets its own loop: a pass at start-up, whenever a request wakes its kind, and at least every second; a
+/// pass that claimed a full batch is followed by another at once. Graceful shutdown ends the loops between passes: a
+/// pass under way finishes its batch and records the outcomes, so no job is left to wait for its lease.
+public struct JobService: Service {
+    /// The engine every pass runs on.
+    let engine: JobEngine
+    /// One handler per kind.
+    let handlers: [any JobHandler]
+    /// The wake-ups requests send, one stream per kind.
+    let wakeups: JobWakeups
+    /// The logger; each loop adds `worker` (the kind).
+    let logger: Logger
+
+    /// Creates the service over the engine, the handlers (one per kind) and the wake-ups requests send.
+    public init(engine: JobEngine, handlers: [any JobHandler], wakeups: JobWakeups, logger: Logger) {
+        self.engine = engine
+        self.handlers = handlers
+        self.wakeups = wakeups
+        self.logger = logger
+    }
+
+    /// Runs every handler's loop until graceful shutdown (or cancellation).
+    public func run() async throws {
+        await withDiscardingTaskGroup { group in
+            for handler in handlers {
+                group.addTask { await self.loop(handler) }
+            }
+        }
+    }
+
+    /// One handler's loop: passes on start-up, on each wake-up and each 1-second tick.
+    private func loop(_ handler: some JobHandler) async {
+        var logger = self.logger
+        logger[metadataKey: "worker"] = "\(handler.kind)"
+        let passLogger = logger
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let wakeups = self.wakeups.stream(handler.kind)
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    signal.yield()
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+            group.addTask {
+                for await _ in wakeups {
+                    signal.yield()
+                }
+            }
+            for await _ in signals.cancelOnGracefulShutdown() {
+                while await engine.runPass(handler, logger: passLogger) >= handler.batchSize,
+                    !Task.isShuttingDownGracefully, !Task.isCancelled
+                {}
+            }
+            group.cancelAll()
+        }
+    }
+}

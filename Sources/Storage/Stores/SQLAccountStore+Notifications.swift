@@ -1,0 +1,104 @@
+public import Accounts
+public import Foundation
+import SQLKit
+
+extension SQLAccountStore: NotificationInbox {
+    /// The columns an ``InboxEntry`` is read from.
+    static let inboxColumns = "jti, received_at, event_type, subject_digest, sealed_event, attempts"
+
+    /// Stores a notification unless its `jti` is known.
+    public func insertNotification(_ entry: InboxEntry, nextAttemptAt: Date) async throws -> Bool {
+        try await database.withDatabase { db in
+            let inserted = try await db.raw(
+                """
+                INSERT INTO notification_inbox (jti, received_at, event_type, subject_digest, sealed_event, attempts, next_attempt_at)
+                VALUES (\(bind: entry.jti), \(bind: entry.receivedAt.milliseconds), \(bind: entry.eventType), \(bind: entry.subjectDigest),
+                    \(bind: entry.sealedEvent), 0, \(bind: nextAttemptAt.milliseconds))
+                ON CONFLICT (jti) DO NOTHING
+                RETURNING jti
+                """
+            ).all()
+            return !inserted.isEmpty
+        }
+    }
+
+    /// Claims due, unprocessed notifications.
+    public func claimNotifications(now: Date, leaseUntil: Date, limit: Int) async throws -> [InboxEntry] {
+        try await claim(.notifications, now: now, leaseUntil: leaseUntil, limit: limit, returning: Self.inboxColumns, as: Self.inboxEntry(from:))
+    }
+
+    /// Records a batch: finished notifications not yet marked processed are marked with their outcome (given-up ones
+    /// with `failed`) and lose their sealed event; the others are released with one more attempt.
+    public func completeNotifications(_ results: [JobResult<InboxEntry, String>], at now: Date) async throws {
+        var finished: [String: [String]] = [:]
+        var retries: [(jti: String, attempts: Int, next: Int64)] = []
+        for result in results {
+            switch result.outcome {
+            case .done(let outcome):
+                finished[outcome, default: []].append(result.job.jti)
+            case .failed:
+                finished["failed", default: []].append(result.job.jti)
+            case .retry(let next, _):
+                retries.append((result.job.jti, result.job.attempts + 1, next.milliseconds))
+            }
+        }
+        let at = now.milliseconds
+        let closed = try await database.transaction { [finished, retries] db in
+            var closed = 0
+            for (outcome, jtis) in finished.sorted(by: { $0.key < $1.key }) {
+                closed += try await db.raw(
+                    """
+                    UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: outcome),
+                        next_attempt_at = NULL, lease_until = NULL
+                    WHERE jti IN (\(binds: jtis)) AND processed_at IS NULL
+                    RETURNING jti
+                    """
+                ).all().count
+            }
+            for retry in retries {
+                try await db.raw(
+                    """
+                    UPDATE notification_inbox SET attempts = \(bind: retry.attempts), next_attempt_at = \(bind: retry.next), lease_until = NULL
+                    WHERE jti = \(bind: retry.jti) AND processed_at IS NULL
+                    """
+                ).run()
+            }
+            return closed
+        }
+        // Sealed events were dropped: make that final in the files (the account changes did so for theirs).
+        if closed > 0 {
+            try await database.purgeDeletedData()
+        }
+    }
+
+    /// Marks a notification processed and drops its sealed event, inside an account change's transaction.
+    static func completeNotification(jti: String, outcome: String, at: Int64, in db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: outcome),
+                next_attempt_at = NULL, lease_until = NULL
+            WHERE jti = \(bind: jti)
+            """
+        ).run()
+    }
+
+    /// The inbox record of a notification.
+    public func notification(jti: String) async throws -> InboxEntry? {
+        try await database.withDatabase { db in
+            try await db.raw("SELECT \(unsafeRaw: Self.inboxColumns) FROM notification_inbox WHERE jti = \(bind: jti)").first()
+                .map(Self.inboxEntry(from:))
+        }
+    }
+
+    /// An inbox entry from its row.
+    static func inboxEntry(from row: any SQLRow) throws -> InboxEntry {
+        InboxEntry(
+            jti: try row.string("jti"),
+            receivedAt: try row.date("received_at") ?? Date(timeIntervalSince1970: 0),
+            eventType: try row.string("event_type"),
+            subjectDigest: try row.string("subject_digest"),
+            sealedEvent: try row.optionalString("sealed_event"),
+            attempts: try row.decode(column: "attempts", as: Int.self)
+        )
+    }
+}

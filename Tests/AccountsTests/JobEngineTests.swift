@@ -1,0 +1,107 @@
+import Accounts
+import Foundation
+import Logging
+import OrchardTesting
+import Synchronization
+import Testing
+
+/// A job kind held in memory: jobs are numbers, due from the start; the handler records what the engine asks of it.
+final class CountingHandler: JobHandler, Sendable {
+    struct State {
+        var due: [Int]
+        var leases: [Date] = []
+        var limits: [Int] = []
+        var running = 0
+        var mostAtOnce = 0
+        var performed: [Int] = []
+        var completions: [[(job: Int, outcome: String)]] = []
+    }
+
+    let kind = JobKind("counting")
+    let batchSize: Int
+    let concurrency: Int
+    let state: Mutex<State>
+    /// Jobs whose `perform` throws.
+    let throwing: Set<Int>
+
+    init(jobs: Int, batchSize: Int, concurrency: Int, throwing: Set<Int> = []) {
+        self.batchSize = batchSize
+        self.concurrency = concurrency
+        self.throwing = throwing
+        self.state = Mutex(State(due: Array(0..<jobs)))
+    }
+
+    func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [Int] {
+        state.withLock { state in
+            state.leases.append(leaseUntil)
+            state.limits.append(limit)
+            let claimed = Array(state.due.prefix(limit))
+            state.due.removeFirst(claimed.count)
+            return claimed
+        }
+    }
+
+    func perform(_ job: Int, logger: Logger) async throws -> JobOutcome<Void> {
+        state.withLock { state in
+            state.running += 1
+            state.mostAtOnce = max(state.mostAtOnce, state.running)
+        }
+        try? await Task.sleep(for: .milliseconds(job % 2 == 0 ? 40 : 15))
+        state.withLock { state in
+            state.running -= 1
+            state.performed.append(job)
+        }
+        if throwing.contains(job) { throw CancellationError() }
+        return job % 3 == 0 ? .retry(at: Date(timeIntervalSince1970: 0), error: "odd") : .done
+    }
+
+    func complete(_ results: [JobResult<Int, Void>], at now: Date) async throws {
+        state.withLock { $0.completions.append(results.map { ($0.job, $0.outcome.label) }) }
+    }
+
+    func metadata(for job: Int) -> Logger.Metadata { ["job": "\(job)"] }
+}
+
+@Suite struct JobEngineTests {
+    let clock = TestWallClock()
+    var engine: JobEngine { JobEngine(clock: clock, leaseDuration: .seconds(60)) }
+    let logger = Logger(label: "test")
+
+    @Test("a pass claims one batch under a lease and records every outcome in one batch, in claim order")
+    func onePass() async {
+        let handler = CountingHandler(jobs: 10, batchSize: 4, concurrency: 4)
+        #expect(await engine.runPass(handler, logger: logger) == 4)
+        let state = handler.state.withLock { $0 }
+        #expect(state.limits == [4])
+        #expect(state.leases == [clock.now().addingTimeInterval(60)])
+        #expect(state.completions.count == 1)
+        #expect(state.completions.first?.map(\.job) == [0, 1, 2, 3])
+        #expect(state.completions.first?.map(\.outcome) == ["retry", "done", "done", "retry"])
+        #expect(await engine.runPass(handler, limit: 100, logger: logger) == 6)
+        #expect(await engine.runPass(handler, logger: logger) == 0)
+        #expect(handler.state.withLock { $0.completions.count } == 2)
+    }
+
+    @Test("no more jobs of a batch run at once than the handler allows, and with one they run in claim order")
+    func concurrencyLimit() async {
+        let wide = CountingHandler(jobs: 12, batchSize: 12, concurrency: 3)
+        await engine.runPass(wide, logger: logger)
+        let mostAtOnce = wide.state.withLock { $0.mostAtOnce }
+        #expect(mostAtOnce <= 3)
+        #expect(mostAtOnce > 1, "the jobs of a batch ran one after the other")
+        #expect(Set(wide.state.withLock { $0.performed }) == Set(0..<12))
+
+        let serial = CountingHandler(jobs: 6, batchSize: 6, concurrency: 1)
+        await engine.runPass(serial, logger: logger)
+        #expect(serial.state.withLock { $0.mostAtOnce } == 1)
+        #expect(serial.state.withLock { $0.performed } == Array(0..<6))
+    }
+
+    @Test("a job whose handler throws is left to its lease: nothing is recorded for it")
+    func thrownIsLeftToLease() async {
+        let handler = CountingHandler(jobs: 3, batchSize: 3, concurrency: 3, throwing: [1])
+        let outcomes = await engine.run(claimed: [0, 1, 2], with: handler, logger: logger)
+        #expect(outcomes.map { $0?.label } == ["retry", nil, "done"])
+        #expect(handler.state.withLock { $0.completions.first?.map(\.job) } == [0, 2])
+    }
+}
