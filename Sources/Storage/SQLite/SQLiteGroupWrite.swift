@@ -24,21 +24,23 @@ enum SQLiteGroupSignal: Sendable {
 /// A pending write whose body returns a `T`.
 final class SQLitePendingWrite<T: Sendable>: SQLiteGroupWrite {
     private struct State {
+        /// The caller's body, dropped once it ran or the write is done: the caller's closure must not outlive its call.
+        var body: (@Sendable (GRDBSQLDatabase) async throws -> T)?
         var outcome: Result<T, any Error>?
         var signal: SQLiteGroupSignal?
         var waiter: CheckedContinuation<SQLiteGroupSignal, Never>?
     }
 
     let isExclusive: Bool
-    private let body: @Sendable (GRDBSQLDatabase) async throws -> T
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     init(isExclusive: Bool, body: @escaping @Sendable (GRDBSQLDatabase) async throws -> T) {
         self.isExclusive = isExclusive
-        self.body = body
+        self.state = Mutex(State(body: body))
     }
 
     func run(on database: GRDBSQLDatabase) async -> Bool {
+        guard let body = state.withLock({ state in defer { state.body = nil }; return state.body }) else { return false }
         let outcome: Result<T, any Error>
         do {
             outcome = .success(try await body(database))
@@ -59,6 +61,7 @@ final class SQLitePendingWrite<T: Sendable>: SQLiteGroupWrite {
 
     func signal(_ signal: SQLiteGroupSignal) {
         let waiter = state.withLock { state -> CheckedContinuation<SQLiteGroupSignal, Never>? in
+            if signal == .done { state.body = nil }
             guard let waiter = state.waiter else {
                 state.signal = signal
                 return nil

@@ -104,7 +104,7 @@ final class SQLiteWriter: Sendable {
             for write in group {
                 if savepoints { try execute("SAVEPOINT orchard_group_write") }
                 let succeeded = await write.run(on: database)
-                guard try isInsideTransaction() else {
+                guard isInsideTransaction() else {
                     throw StoreError.unavailable("SQLite rolled the transaction back")
                 }
                 if savepoints {
@@ -123,8 +123,8 @@ final class SQLiteWriter: Sendable {
         }
     }
 
-    private func isInsideTransaction() throws -> Bool {
-        try pool.writeWithoutTransaction { $0.isInsideTransaction }
+    private func isInsideTransaction() -> Bool {
+        pool.writeWithoutTransaction { $0.isInsideTransaction }
     }
 
     private func execute(_ sql: String) throws {
