@@ -40,7 +40,11 @@ final class SQLitePendingWrite<T: Sendable>: SQLiteGroupWrite {
     }
 
     func run(on database: GRDBSQLDatabase) async -> Bool {
-        guard let body = state.withLock({ state in defer { state.body = nil }; return state.body }) else { return false }
+        let taken = state.withLock { state in
+            defer { state.body = nil }
+            return state.body
+        }
+        guard let body = taken else { return false }
         let outcome: Result<T, any Error>
         do {
             outcome = .success(try await body(database))
