@@ -24,6 +24,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/sql-kit.git", from: "3.36.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
     ],
     targets: [
         .executableTarget(
@@ -41,6 +42,17 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
-        )
+        ),
+        .executableTarget(
+            name: "VerifyBenchmark",
+            dependencies: [
+                .product(name: "AppleID", package: mainPackage),
+                .product(name: "AppleIDEmulator", package: mainPackage),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
     ]
 )
