@@ -284,7 +284,7 @@ def ingest(opts, serve, base, database_url, payloads, distinct):
                             for s in samples],
         "backlog_at_end": end["table_backlog"] if end["table_backlog"] is not None else end["metrics_backlog"],
         "drain_s": time.monotonic() - drain_start, "drained": after["metrics_backlog"] <= 0,
-        "stored_per_s": stored / opts.ingest_duration,
+        "backlog_after_drain": after["metrics_backlog"], "stored_per_s": stored / opts.ingest_duration,
         "cpu_ms_per_request": (serve.cpu_seconds() - cpu0) * 1000
         / max(1, stored + end["duplicates"] - before["duplicates"]),
         "cpu_ms_per_request_during": cpu_during * 1000 / max(1, result["requests"]),
@@ -412,7 +412,8 @@ def print_table(r):
                   f"({x['stored_per_s']:.0f}/s; {x['distinct_payloads']} distinct JWSs signed beforehand, "
                   f"{x['duplicates']:.0f} repeats answered duplicate), processed {x['processed_per_s']:.0f}/s "
                   f"during the run; backlog every 5 s {x['backlog_samples']}, {x['backlog_at_end']} at the end, "
-                  f"drained {x['drain_s']:.1f} s later: {kept}. serve's CPU per notification answered (ingest and "
+                  + (f"drained {x['drain_s']:.1f} s later" if x["drained"] else
+                     f"still {x['backlog_after_drain']:.0f} after {x['drain_s']:.0f} s") + f": {kept}. serve's CPU per notification answered (ingest and "
                   f"processing, through the drain) {x['cpu_ms_per_request']:.3f} ms")
     if r.get("sqlite_signin"):
         s = r["sqlite_signin"]
