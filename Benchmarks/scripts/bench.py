@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Orchard's benchmarks in one run, printed as one table (see Benchmarks/README.md). Run by Benchmarks/run.
+
+1. In process, one thread: VerifyBenchmark (Orchard's AppleTokenVerifier on an emulator-signed identity token),
+   `openssl speed rsa2048` on one core, PyJWT's jwt.decode on the same token and key.
+2. `orchard apple-emulator` and `orchard serve` (release, SQLite) as separate processes on 127.0.0.1; wrk against
+   GET /health/live (the anchor), GET /v1/session, POST /v1/auth/apple with a never-issued nonce (401), sign-in end to
+   end from Python, and POST /v1/apple/notifications with distinct signed JWSs, watching whether processing keeps up.
+3. The same session check and ingest on PostgreSQL when ORCHARD_BENCH_POSTGRES_URL (an admin URL) is set.
+
+Serve's CPU comes from /proc/PID/stat and its peak RSS from VmHWM, reset before each phase. Performance is reported,
+never asserted: the exit status is 1 only when something failed to start or answered wrongly.
+"""
+
+import argparse
+import base64
+import hashlib
+import json
+import os
+import platform
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from benchlib import BenchError, Child, Client, free_port, metric_sum, run_wrk, wait_until_answering
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WRK = os.path.join(HERE, "wrk")
+CLIENT_ID = "com.example.orchard.app"
+
+
+def options():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--orchard", required=True, help="the orchard binary (release build)")
+    p.add_argument("--verify-benchmark", required=True, help="the VerifyBenchmark binary (release build)")
+    p.add_argument("--work-dir", required=True, help="where logs, databases, payloads and results.json go")
+    p.add_argument("--duration", type=int, default=10, help="seconds per HTTP path")
+    p.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load before each HTTP path")
+    p.add_argument("--threads", type=int, default=2, help="wrk threads")
+    p.add_argument("--connections", type=int, default=32, help="wrk connections (ingest uses --ingest-connections)")
+    p.add_argument("--ingest-duration", type=int, default=60)
+    p.add_argument("--ingest-connections", type=int, default=16)
+    p.add_argument("--payloads", type=int, help="distinct notification JWSs to sign beforehand "
+                   "(default 2,200 per second of ingest: enough for the 2,000/s target)")
+    p.add_argument("--drain-timeout", type=int, default=120, help="seconds to wait for the inbox to empty after ingest")
+    p.add_argument("--signin-duration", type=int, default=10)
+    p.add_argument("--signin-workers", type=int, default=8, help="concurrent sign-ins (Python threads)")
+    p.add_argument("--verify-seconds", type=float, default=5)
+    p.add_argument("--skip-inprocess", action="store_true")
+    p.add_argument("--postgres-url", default=os.environ.get("ORCHARD_BENCH_POSTGRES_URL"))
+    return p.parse_args()
+
+
+# MARK: In process
+
+def inprocess(opts):
+    out = os.path.join(opts.work_dir, "verify")
+    os.makedirs(out, exist_ok=True)
+    verify = json.loads(subprocess.run([opts.verify_benchmark, "--seconds", str(opts.verify_seconds), "--out", out],
+                                       check=True, capture_output=True, text=True, timeout=120).stdout)
+    speed = subprocess.run(["openssl", "speed", "-seconds", str(int(opts.verify_seconds)), "-multi", "1", "rsa2048"],
+                           capture_output=True, text=True, timeout=120).stdout
+    m = re.search(r"^rsa\s+2048 bits\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)\s*$", speed, re.M)
+    if not m:
+        raise BenchError(f"unreadable openssl speed output:\n{speed}")
+    pyjwt = json.loads(subprocess.run([sys.executable, os.path.join(HERE, "pyjwt_verify.py"), out,
+                                       str(opts.verify_seconds)], check=True, capture_output=True, text=True,
+                                      timeout=120).stdout)
+    return {**verify, **pyjwt, "openssl_rsa2048_sign_per_s": float(m.group(1)),
+            "openssl_rsa2048_verify_per_s": float(m.group(2))}
+
+
+# MARK: Processes
+
+def clean_environment():
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ORCHARD_", "APPLE_"))}
+    return env
+
+
+def start_emulator(opts):
+    port = free_port()
+    key = os.path.join(opts.work_dir, "client-key.p8")
+    child = Child("apple-emulator", [opts.orchard, "apple-emulator", "--host", "127.0.0.1", "--port", str(port),
+                                     "--client-ids", CLIENT_ID, "--write-client-key", key],
+                  clean_environment(), os.path.join(opts.work_dir, "emulator.log"))
+    base = f"http://127.0.0.1:{port}"
+    wait_until_answering(child, base, "/auth/keys")
+    return child, base, key
+
+
+def start_serve(opts, name, database_url, emulator_base, key):
+    port = free_port()
+    env = clean_environment()
+    env.update({
+        "APPLE_TEAM_ID": "EMULATOR01", "APPLE_KEY_ID": "EMULATORK1", "APPLE_PRIVATE_KEY_FILE": key,
+        "APPLE_CLIENT_IDS": CLIENT_ID, "APPLE_BASE_URL": emulator_base,
+        "ORCHARD_VAULT_KEYS": "k1:" + base64.b64encode(secrets.token_bytes(32)).decode(),
+        "ORCHARD_DATABASE_URL": database_url, "ORCHARD_HOST": "127.0.0.1", "ORCHARD_PORT": str(port),
+    })
+    child = Child(name, [opts.orchard, "serve"], env, os.path.join(opts.work_dir, f"{name}.log"))
+    base = f"http://127.0.0.1:{port}"
+    wait_until_answering(child, base, "/health/live")
+    return child, base
+
+
+# MARK: Sign-in
+
+def sign_in(orchard, emulator, sub=None):
+    """nonce, the emulator's authorization for its SHA-256, POST /v1/auth/apple: (session token, sub)."""
+    nonce = orchard.json("POST", "/v1/auth/apple/nonce", expect=201)["nonce"]
+    body = {"nonce": hashlib.sha256(nonce.encode()).hexdigest()}
+    if sub:
+        body["user"] = {"sub": sub}
+    grant = emulator.json("POST", "/_emulator/authorize", body)
+    signed = orchard.json("POST", "/v1/auth/apple", {"identity_token": grant["identity_token"],
+                                                    "authorization_code": grant["authorization_code"],
+                                                    "nonce": nonce})
+    return signed["session"]["token"], grant["sub"]
+
+
+def signin_load(serve, orchard_base, emulator_base, seconds, workers):
+    """Sign-ins of new users back to back from `workers` threads; Orchard's CPU per sign-in from /proc."""
+    subs, latencies, failures, lock = [], [], [], threading.Lock()
+    deadline = time.monotonic() + seconds
+
+    def worker():
+        orchard, emulator = Client(orchard_base), Client(emulator_base)
+        while time.monotonic() < deadline:
+            start = time.monotonic()
+            try:
+                _, sub = sign_in(orchard, emulator)
+            except Exception as error:  # noqa: BLE001 - counted and reported
+                with lock:
+                    failures.append(str(error))
+                continue
+            with lock:
+                subs.append(sub)
+                latencies.append((time.monotonic() - start) * 1000)
+
+    serve.reset_peak_rss()
+    cpu0, wall0 = serve.cpu_seconds(), time.monotonic()
+    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall, cpu = time.monotonic() - wall0, serve.cpu_seconds() - cpu0
+    latencies.sort()
+    pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))] if latencies else None  # noqa: E731
+    return {"rps": len(subs) / wall, "requests": len(subs), "p50_ms": pct(0.5), "p99_ms": pct(0.99),
+            "cpu_ms_per_request": cpu * 1000 / max(1, len(subs)), "peak_rss_mib": serve.peak_rss_mib(),
+            "failures": len(failures), "first_failure": failures[0] if failures else None}, subs
+
+
+# MARK: wrk paths
+
+def measure(serve, opts, url, **wrk_args):
+    """A warm-up, then one measured wrk run with serve's CPU and peak RSS over it."""
+    if opts.warmup:
+        run_wrk(url, opts.warmup, opts.threads, opts.connections, **wrk_args)
+    serve.reset_peak_rss()
+    cpu0 = serve.cpu_seconds()
+    result = run_wrk(url, opts.duration, opts.threads, opts.connections, **wrk_args)
+    result["cpu_ms_per_request"] = (serve.cpu_seconds() - cpu0) * 1000 / max(1, result["requests"])
+    result["peak_rss_mib"] = serve.peak_rss_mib()
+    return result
+
+
+def expect_answers(name, result, all_non2xx=False):
+    wrong = result["non2xx"] != (result["requests"] if all_non2xx else 0)
+    if wrong:
+        raise BenchError(f"{name}: {result['non2xx']} of {result['requests']} answers had an unexpected status")
+
+
+def http_paths(opts, serve, base, emulator, session_token, results, prefix, with_nonce_path):
+    results[f"{prefix}bare"] = measure(serve, opts, base + "/health/live")
+    expect_answers("bare route", results[f"{prefix}bare"])
+    Client(base).json("GET", "/v1/session", headers={"Authorization": f"Bearer {session_token}"})
+    results[f"{prefix}session"] = measure(serve, opts, base + "/v1/session",
+                                          headers=[f"Authorization: Bearer {session_token}"])
+    expect_answers("session check", results[f"{prefix}session"])
+    if with_nonce_path:
+        # A genuinely signed token whose nonce Orchard never issued: verification, then one nonce lookup, then 401.
+        nonce = "never-issued-" + secrets.token_hex(16)
+        grant = emulator.json("POST", "/_emulator/authorize", {"nonce": nonce})
+        body_file = os.path.join(opts.work_dir, "nonce-mismatch.json")
+        with open(body_file, "w") as f:
+            json.dump({"identity_token": grant["identity_token"], "authorization_code": grant["authorization_code"],
+                       "nonce": nonce}, f)
+        status, answer = Client(base).call("POST", "/v1/auth/apple", open(body_file).read())
+        if status != 401 or b"nonce_mismatch" not in answer:
+            raise BenchError(f"the never-issued nonce was answered {status}: {answer[:300]!r}")
+        results[f"{prefix}nonce_mismatch"] = measure(serve, opts, base + "/v1/auth/apple",
+                                                     script=os.path.join(WRK, "post_body.lua"), script_args=[body_file])
+        expect_answers("never-issued nonce", results[f"{prefix}nonce_mismatch"], all_non2xx=True)
+
+
+# MARK: Notifications
+
+def sign_notifications(opts, emulator_base, subs):
+    """Has the emulator sign `--payloads` distinct notifications (wrk, 2 threads); returns the file of JWSs."""
+    subs_file = os.path.join(opts.work_dir, "subjects.txt")
+    with open(subs_file, "w") as f:
+        f.write("\n".join(subs) + "\n")
+    prefix = os.path.join(opts.work_dir, "signed")
+    share = -(-opts.payloads // 2)
+    argv = ["wrk", "-t2", "-c8", "-d600s", "-s", os.path.join(WRK, "sign_notifications.lua"),
+            emulator_base + "/_emulator/notifications", "--", subs_file, prefix, str(share)]
+    start = time.monotonic()
+    wrk = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        while not all(os.path.exists(f"{prefix}.{i}.done") for i in range(2)):
+            if wrk.poll() is not None:
+                raise BenchError("wrk stopped before the emulator had signed every notification")
+            time.sleep(0.5)
+    finally:
+        wrk.terminate()
+        wrk.wait()
+    payloads = os.path.join(opts.work_dir, "notifications.txt")
+    with open(payloads, "w") as out:
+        for i in range(2):
+            out.write(open(f"{prefix}.{i}").read())
+    count = sum(1 for _ in open(payloads))
+    return payloads, count, time.monotonic() - start
+
+
+def inbox_backlog(base, database_url):
+    """Notifications stored but not yet acted on, from /metrics and from the table itself."""
+    text = Client(base).call("GET", "/metrics")[1].decode()
+    stored = metric_sum(text, "orchard_notifications_total", {"outcome": "stored"})
+    duplicates = metric_sum(text, "orchard_notifications_total", {"outcome": "duplicate"})
+    processed = metric_sum(text, "orchard_notifications_processed_total")
+    query = "SELECT count(*) FROM notification_inbox WHERE processed_at IS NULL"
+    if database_url.startswith("sqlite:"):
+        argv = ["sqlite3", "-readonly", "-cmd", ".timeout 5000", database_url[len("sqlite:"):], query]
+    else:
+        argv = ["psql", "-Atc", query, database_url]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    table = int(done.stdout.strip()) if done.returncode == 0 and done.stdout.strip().isdigit() else None
+    return {"stored": stored, "duplicates": duplicates, "processed": processed,
+            "metrics_backlog": stored - processed, "table_backlog": table}
+
+
+def ingest(opts, serve, base, database_url, payloads, distinct):
+    samples, stop = [], threading.Event()
+    before = inbox_backlog(base, database_url)
+
+    def sampler():
+        start = time.monotonic()
+        while not stop.wait(5):
+            samples.append({"t": round(time.monotonic() - start), **inbox_backlog(base, database_url)})
+
+    watcher = threading.Thread(target=sampler)
+    serve.reset_peak_rss()
+    cpu0 = serve.cpu_seconds()
+    watcher.start()
+    try:
+        result = run_wrk(base + "/v1/apple/notifications", opts.ingest_duration, opts.threads,
+                         opts.ingest_connections, script=os.path.join(WRK, "notifications.lua"),
+                         script_args=[payloads, opts.threads])
+    finally:
+        stop.set()
+        watcher.join()
+    end = inbox_backlog(base, database_url)
+    cpu_during = serve.cpu_seconds() - cpu0
+    drain_start = time.monotonic()
+    after = end
+    while (after["metrics_backlog"] > 0 or (after["table_backlog"] or 0) > 0) \
+            and time.monotonic() - drain_start < opts.drain_timeout:
+        time.sleep(1)
+        after = inbox_backlog(base, database_url)
+    expect_answers("notification ingest", result)
+    stored = end["stored"] - before["stored"]
+    result.update({
+        "distinct_payloads": distinct, "wraps": int(result["lua"].split()[-1]) if result["lua"] else None,
+        "stored": stored, "duplicates": end["duplicates"] - before["duplicates"],
+        "processed_during": end["processed"] - before["processed"],
+        "processed_per_s": (end["processed"] - before["processed"]) / opts.ingest_duration,
+        "backlog_samples": [s["table_backlog"] if s["table_backlog"] is not None else s["metrics_backlog"]
+                            for s in samples],
+        "backlog_at_end": end["table_backlog"] if end["table_backlog"] is not None else end["metrics_backlog"],
+        "drain_s": time.monotonic() - drain_start, "drained": after["metrics_backlog"] <= 0,
+        "backlog_after_drain": after["metrics_backlog"], "stored_per_s": stored / opts.ingest_duration,
+        "cpu_ms_per_request": (serve.cpu_seconds() - cpu0) * 1000
+        / max(1, stored + end["duplicates"] - before["duplicates"]),
+        "cpu_ms_per_request_during": cpu_during * 1000 / max(1, result["requests"]),
+        "peak_rss_mib": serve.peak_rss_mib(),
+    })
+    return result
+
+
+# MARK: PostgreSQL
+
+def postgres_database(admin_url, name, create):
+    sql = f"CREATE DATABASE {name}" if create else f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    subprocess.run(["psql", "-Atc", sql, admin_url], check=True, capture_output=True, timeout=60)
+    head, _, tail = admin_url.partition("?")
+    return head.rsplit("/", 1)[0] + "/" + name + (("?" + tail) if tail else "")
+
+
+# MARK: Run
+
+def main():
+    opts = options()
+    opts.payloads = opts.payloads or 2200 * opts.ingest_duration
+    # SIGTERM (Benchmarks/run forwards Ctrl-C as one) unwinds like Ctrl-C, so the finally below stops the children.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    os.makedirs(opts.work_dir, exist_ok=True)
+    results, children = {"machine": machine(), "options": vars(opts)}, []
+    pg_name = None
+    try:
+        if not opts.skip_inprocess:
+            print("in process: VerifyBenchmark, openssl speed, PyJWT ...", flush=True)
+            results["inprocess"] = inprocess(opts)
+        emulator_child, emulator_base, key = start_emulator(opts)
+        children.append(emulator_child)
+        emulator = Client(emulator_base)
+        sqlite_url = "sqlite:" + os.path.join(opts.work_dir, "orchard.sqlite")
+        serve, base = start_serve(opts, "serve-sqlite", sqlite_url, emulator_base, key)
+        children.append(serve)
+        print(f"serve (SQLite) at {base}, emulator at {emulator_base}; HTTP paths ...", flush=True)
+        token, _ = sign_in(Client(base), emulator)
+        http_paths(opts, serve, base, emulator, token, results, "sqlite_", with_nonce_path=True)
+        print("sign-in end to end ...", flush=True)
+        results["sqlite_signin"], subs = signin_load(serve, base, emulator_base, opts.signin_duration,
+                                                     opts.signin_workers)
+        if results["sqlite_signin"]["failures"]:
+            raise BenchError(f"sign-ins failed: {results['sqlite_signin']['first_failure']}")
+        subs = subs[:500]
+        print(f"signing {opts.payloads} notifications in the emulator ...", flush=True)
+        payloads, distinct, took = sign_notifications(opts, emulator_base, subs)
+        results["payloads"] = {"count": distinct, "seconds": took}
+        print(f"ingest for {opts.ingest_duration} s ...", flush=True)
+        results["sqlite_ingest"] = ingest(opts, serve, base, sqlite_url, payloads, distinct)
+        serve.stop()
+        if opts.postgres_url:
+            pg_name = f"orchard_bench_{os.getpid()}"
+            pg_url = postgres_database(opts.postgres_url, pg_name, create=True)
+            pg_serve, pg_base = start_serve(opts, "serve-postgres", pg_url, emulator_base, key)
+            children.append(pg_serve)
+            print(f"serve (PostgreSQL) at {pg_base}: signing in {len(subs)} users, session check, ingest ...",
+                  flush=True)
+            orchard = Client(pg_base)
+            pg_token = [sign_in(orchard, emulator, sub)[0] for sub in subs][-1]
+            http_paths(opts, pg_serve, pg_base, emulator, pg_token, results, "postgres_", with_nonce_path=False)
+            results["postgres_ingest"] = ingest(opts, pg_serve, pg_base, pg_url, payloads, distinct)
+        status = 0
+    except BenchError as error:
+        print(f"FAILED: {error}", file=sys.stderr)
+        status = 1
+    finally:
+        for child in reversed(children):
+            child.stop()
+        if pg_name:
+            postgres_database(opts.postgres_url, pg_name, create=False)
+    with open(os.path.join(opts.work_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+    print_table(results)
+    return status
+
+
+def machine():
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    swift = subprocess.run(["swift", "--version"], capture_output=True, text=True).stdout.splitlines()
+    return {"nproc": os.cpu_count(), "cpu": cpu, "kernel": platform.release(), "load_at_start": os.getloadavg(),
+            "swift": swift[0] if swift else "?", "memory_gib": round(os.sysconf("SC_PAGE_SIZE")
+                                                                     * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)}
+
+
+def print_table(r):
+    m = r["machine"]
+    print(f"\nMachine: {m['nproc']} cores ({m['cpu']}), {m['memory_gib']} GiB, Linux {m['kernel']}, {m['swift']}; "
+          f"load at start {', '.join(f'{x:.2f}' for x in m['load_at_start'])}, now "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    ip = r.get("inprocess")
+    if ip:
+        o, s, p = ip["orchard_verify_per_s"], ip["openssl_rsa2048_verify_per_s"], ip["pyjwt_decode_per_s"]
+        print("\nIdentity-token verification, one thread          per s    ratio")
+        print(f"  Orchard AppleTokenVerifier (whole check)     {o:9.0f}")
+        print(f"  openssl speed rsa2048, verify, 1 core        {s:9.0f}   Orchard / openssl = {o / s:.2f} (goal >= 0.8)")
+        print(f"  PyJWT {ip['pyjwt_version']} jwt.decode (django-allauth)     {p:9.0f}   Orchard / PyJWT = {o / p:.2f}")
+        print(f"  RS256 alone, BoringSSL via swift-crypto      {ip['boringssl_rs256_per_s']:9.0f}   "
+              f"Orchard / BoringSSL RS256 = {o / ip['boringssl_rs256_per_s']:.2f}")
+        print(f"  RS256 alone, OpenSSL via Python cryptography {ip['python_openssl_rs256_per_s']:9.0f}")
+    rows = [("sqlite_bare", "GET /health/live (anchor)", None, "sqlite_bare"),
+            ("sqlite_session", "GET /v1/session", ">=0.6, p99<5ms", "sqlite_bare"),
+            ("sqlite_nonce_mismatch", "POST /v1/auth/apple, nonce 401", ">=0.5", "sqlite_bare"),
+            ("sqlite_signin", "sign-in end to end", None, None),
+            ("sqlite_ingest", "POST /v1/apple/notifications", ">=2000/s", "sqlite_bare"),
+            ("postgres_bare", "PG GET /health/live", None, "postgres_bare"),
+            ("postgres_session", "PG GET /v1/session", ">=0.6, p99<5ms", "postgres_bare"),
+            ("postgres_ingest", "PG POST /v1/apple/notifications", ">=2000/s", "postgres_bare")]
+    print(f"\n{'path':34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'x bare':>6} {'CPU ms/req':>10} "
+          f"{'peak RSS':>9}  target")
+    for key, label, target, anchor in rows:
+        x = r.get(key)
+        if not x:
+            continue
+        ratio = f"{x['rps'] / r[anchor]['rps']:.2f}" if anchor and r.get(anchor) else "-"
+        f = lambda v: f"{v:7.2f}" if v is not None else "      -"  # noqa: E731
+        print(f"{label:34} {x['rps']:8.0f} {f(x['p50_ms'])} {f(x['p99_ms'])} {ratio:>6} "
+              f"{x['cpu_ms_per_request']:10.3f} {x['peak_rss_mib']:6.0f} MiB  {target or ''}")
+    for key in ("sqlite_ingest", "postgres_ingest"):
+        x = r.get(key)
+        if x:
+            kept = "kept up" if x["drained"] and x["backlog_at_end"] < x["stored"] * 0.05 else "did NOT keep up"
+            print(f"\n{key}: {x['stored']:.0f} stored in {r['options']['ingest_duration']} s "
+                  f"({x['stored_per_s']:.0f}/s; {x['distinct_payloads']} distinct JWSs signed beforehand, "
+                  f"{x['duplicates']:.0f} repeats answered duplicate), processed {x['processed_per_s']:.0f}/s "
+                  f"during the run; backlog every 5 s {x['backlog_samples']}, {x['backlog_at_end']} at the end, "
+                  + (f"drained {x['drain_s']:.1f} s later" if x["drained"] else
+                     f"still {x['backlog_after_drain']:.0f} after {x['drain_s']:.0f} s") + f": {kept}. serve's CPU per notification answered (ingest and "
+                  f"processing, through the drain) {x['cpu_ms_per_request']:.3f} ms")
+    if r.get("sqlite_signin"):
+        s = r["sqlite_signin"]
+        print(f"\nsign-in: {s['requests']} new users in {r['options']['signin_duration']} s from "
+              f"{r['options']['signin_workers']} threads; Orchard's own CPU {s['cpu_ms_per_request']:.2f} ms per "
+              f"sign-in (the emulator's excluded)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
