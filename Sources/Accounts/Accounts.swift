@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 public import Logging
 public import Metrics
+import Synchronization
 
 /// The account lifecycle, in one place: sign-in, sessions and (with later capabilities) deletion and Apple's
 /// notifications. The HTTP routes, the CLI and the notification handler all call these operations.
@@ -20,6 +21,9 @@ public final class Accounts: Sendable {
     public let wakeups: JobWakeups
     /// The one job engine: the server's `JobService` runs every handler on it, and a deletion runs its own revocation.
     public let engine: JobEngine
+    /// The installation's audit salt once read: it never changes after the first migration, and every notification
+    /// needs it.
+    let auditSaltCache = Mutex<String?>(nil)
 
     /// Creates the lifecycle over its dependencies.
     ///

@@ -1,3 +1,4 @@
+public import CryptoExtras
 import Foundation
 public import JWTKit
 public import Logging
@@ -23,7 +24,9 @@ public actor AppleKeySet {
     private let maximumAge: TimeInterval
     private let logger: Logger
 
-    private var keys: [String: Insecure.RSA.PublicKey] = [:]
+    private var keys: [String: JWTKit.Insecure.RSA.PublicKey] = [:]
+    /// The same keys as swift-crypto verifying keys, made once per fetch rather than once per token.
+    private var verifyingKeys: [String: _RSA.Signing.PublicKey] = [:]
     private var fetchedAt: Date?
     private var attemptedAt: Date?
     private var inFlight: Task<FetchOutcome, Never>?
@@ -52,7 +55,7 @@ public actor AppleKeySet {
     /// The RSA public key Apple published under `kid`, for RS256 verification.
     /// - Throws: `apple_unavailable` when the keys cannot be fetched and none are cached; `identity_token_signature`
     ///   when `kid` is still unknown after the (rate-limited) refetch.
-    public func key(for kid: String) async throws(AppleIDError) -> Insecure.RSA.PublicKey {
+    public func key(for kid: String) async throws(AppleIDError) -> JWTKit.Insecure.RSA.PublicKey {
         let now = clock.now()
         let cached = keys[kid]
         if let cached, !isStale(at: now) { return cached }
@@ -80,6 +83,18 @@ public actor AppleKeySet {
     }
 
     /// The key ids currently cached, sorted (for diagnostics).
+    /// The RS256 verifying key for `kid`, by the same rules as ``key(for:)``.
+    public func verifyingKey(for kid: String) async throws(AppleIDError) -> _RSA.Signing.PublicKey {
+        let key = try await key(for: kid)
+        if let verifying = verifyingKeys[kid] { return verifying }
+        do {
+            let (modulus, exponent) = try key.getKeyPrimitives()
+            return try _RSA.Signing.PublicKey(n: modulus, e: exponent)
+        } catch {
+            throw .signature("Apple's key \(Self.printable(kid)) is not a usable RSA key")
+        }
+    }
+
     public var cachedKeyIDs: [String] { keys.keys.sorted() }
 
     private func isStale(at now: Date) -> Bool {
@@ -116,19 +131,24 @@ public actor AppleKeySet {
 
     /// Replaces the cache with the RS256-capable RSA keys of `jwks`, unless it holds none.
     private func apply(_ jwks: JWKS) -> FetchOutcome {
-        var fresh: [String: Insecure.RSA.PublicKey] = [:]
+        var fresh: [String: JWTKit.Insecure.RSA.PublicKey] = [:]
+        var verifying: [String: _RSA.Signing.PublicKey] = [:]
         for jwk in jwks.keys {
             guard jwk.keyType == .rsa, let kid = jwk.keyIdentifier?.string, jwk.algorithm == nil || jwk.algorithm == .rs256,
                 let modulus = jwk.modulus, let exponent = jwk.exponent
             else { continue }
             do {
-                fresh[kid] = try Insecure.RSA.PublicKey(modulus: modulus, exponent: exponent)
+                let key = try JWTKit.Insecure.RSA.PublicKey(modulus: modulus, exponent: exponent)
+                let (n, e) = try key.getKeyPrimitives()
+                verifying[kid] = try _RSA.Signing.PublicKey(n: n, e: e)
+                fresh[kid] = key
             } catch {
                 logger.warning("Skipping an unusable key in Apple's key set", metadata: ["apple.kid": "\(Self.printable(kid))"])
             }
         }
         guard !fresh.isEmpty else { return .failed("the key set holds no usable RS256 key") }
         keys = fresh
+        verifyingKeys = verifying
         fetchedAt = clock.now()
         logger.debug("Refreshed Apple's keys", metadata: ["apple.kids": "\(fresh.keys.sorted().joined(separator: ","))"])
         return .fetched

@@ -1,3 +1,5 @@
+import Crypto
+import CryptoExtras
 import Foundation
 import JWTKit
 
@@ -7,17 +9,19 @@ extension AppleTokenVerifier {
     /// signature that verifies with exactly that key.
     ///
     /// jwt-kit falls back to a collection's default key for an unknown `kid`; here the key is looked up by this code and
-    /// the signature checked by a collection that holds that one key only, so no other key can ever be used.
+    /// the signature checked with exactly that key (swift-crypto's RSASSA-PKCS1-v1_5 over SHA-256, as RS256 is), on
+    /// the bytes the token was parsed from once, so no other key can ever be used.
     func checkSignature(_ jws: DecodedJWS) async throws(AppleIDError) {
         guard let alg = jws.header.alg else { throw .signature("the header names no alg") }
         guard alg == "RS256" else { throw .signature("alg \(Self.printable(alg)) is not RS256") }
         guard let kid = jws.header.kid, !kid.isEmpty else { throw .signature("the header names no kid") }
-        let key = try await keys.key(for: kid)
-        let collection = JWTKeyCollection()
-        await collection.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: kid))
-        do {
-            _ = try await collection.verify(jws.token, as: TokenEnvelope.self)
-        } catch {
+        let key = try await keys.verifyingKey(for: kid)
+        let valid = key.isValidSignature(
+            _RSA.Signing.RSASignature(rawRepresentation: jws.signature),
+            for: SHA256.hash(data: jws.signingInput),
+            padding: .insecurePKCS1v1_5
+        )
+        guard valid else {
             throw .signature("the signature does not verify with Apple's key \(AppleKeySet.printable(kid))")
         }
     }

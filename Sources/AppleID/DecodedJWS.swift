@@ -9,6 +9,10 @@ struct DecodedJWS: Sendable {
     let header: JWTHeader
     /// The claims the checks read.
     let envelope: TokenEnvelope
+    /// The signature's bytes (base64url-decoded).
+    let signature: Data
+    /// What the signature signs: the token up to its second dot (`header.payload`).
+    let signingInput: ArraySlice<UInt8>
 
     /// What the payload says the token is: a notification when it has `events`, else an identity token.
     var kind: TokenInspection.Kind { envelope.hasEvents ? .notification : .identityToken }
@@ -25,6 +29,8 @@ struct DecodedJWS: Sendable {
             self.token = token
             self.header = parsed.header
             self.envelope = parsed.payload
+            self.signature = parsed.signature
+            self.signingInput = bytes[..<(bytes.lastIndex(of: UInt8(ascii: ".")) ?? bytes.endIndex)]
         } catch {
             throw .malformed("the token's parts are not base64url, or its header or payload is not a JSON object")
         }

@@ -3,6 +3,7 @@ import Crypto
 public import Foundation
 public import Logging
 import Metrics
+import Synchronization
 
 /// Why an account was deleted (`reason` of the `account.deleted` webhook).
 public enum DeletionReason: String, Sendable, CaseIterable {
@@ -146,7 +147,13 @@ extension Accounts {
 
     /// The salted hash of a subject kept in audit and inbox records: SHA-256 of the installation's salt and the subject.
     func auditDigest(_ subject: Redacted<String>) async throws -> String {
-        let salt = try await store.auditSalt()
+        let salt: String
+        if let cached = auditSaltCache.withLock({ $0 }) {
+            salt = cached
+        } else {
+            salt = try await store.auditSalt()
+            auditSaltCache.withLock { $0 = salt }
+        }
         return SHA256.hash(data: Data("\(salt):\(subject.value)".utf8)).hexString
     }
 
