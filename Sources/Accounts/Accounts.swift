@@ -88,23 +88,17 @@ public final class Accounts: Sendable {
 
     func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, AccountRecord) {
         guard !token.isEmpty, token.utf8.count <= 512 else { throw AccountsError(.sessionInvalid, "no session token") }
-        let session: SessionRecord?
+        let found: (session: SessionRecord, account: AccountRecord?)?
         do {
-            session = try await store.session(tokenHash: Self.sha256Hex(token))
+            found = try await store.session(tokenHash: Self.sha256Hex(token))
         } catch {
             throw AccountsError.storage(error)
         }
-        guard let session else { throw AccountsError(.sessionInvalid, "unknown session") }
+        guard let (session, account) = found else { throw AccountsError(.sessionInvalid, "unknown session") }
         if let reason = session.endReason {
             throw AccountsError(.sessionRevoked, "the session was ended", sessionEndReason: reason)
         }
         guard session.expiresAt > clock.now() else { throw AccountsError(.sessionInvalid, "the session expired") }
-        let account: AccountRecord?
-        do {
-            account = try await store.account(id: session.accountID)
-        } catch {
-            throw AccountsError.storage(error)
-        }
         guard let account else {
             throw AccountsError(.sessionRevoked, "the account was deleted", sessionEndReason: .accountDeleted)
         }

@@ -94,6 +94,7 @@ import Testing
                 )
             }
             #expect(try await store.session(tokenHash: "t2") == nil)
+            #expect(try await store.session(tokenHash: "t1")?.account?.id == "acct_1")
             #expect(try await store.account(id: "acct_2") == nil)
             #expect(try await store.account(subjectHashes: ["other", "same"])?.id == "acct_1")
             #expect(try await store.accounts(limit: 10, afterID: nil).map(\.id) == ["acct_1"])
@@ -111,8 +112,9 @@ import Testing
             )
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
             #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, at: now) == false)
-            let session = try #require(try await store.session(tokenHash: "t1"))
+            let (session, owner) = try #require(try await store.session(tokenHash: "t1"))
             #expect(session.endReason == .signedOut)
+            #expect(owner?.id == "acct_1" && owner?.subjectHash == "s")
             #expect(session.expiresAt == now.addingTimeInterval(60))
             #expect(await store.isReachable())
         }

@@ -28,8 +28,8 @@ public protocol AccountStore: Sendable {
     ///
     /// - Throws: ``StoreError/conflict`` when `isNew` and another account with the same subject hash appeared meanwhile.
     func recordSignIn(account: AccountRecord, isNew: Bool, session: SessionRecord) async throws
-    /// The session with this token hash.
-    func session(tokenHash: String) async throws -> SessionRecord?
+    /// The session with this token hash, and its account unless that was deleted: one indexed read.
+    func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)?
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
     /// Whether the database answers.

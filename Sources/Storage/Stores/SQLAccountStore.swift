@@ -21,6 +21,14 @@ public struct SQLAccountStore: AccountStore {
         next_validation_at, created_at, updated_at
         """
 
+    /// ``accountColumns`` read from the alias `a`, each under its own name.
+    static let qualifiedAccountColumns = accountColumns.split(separator: ",")
+        .map { column in
+            let name = column.trimmingCharacters(in: .whitespacesAndNewlines)
+            return "a." + name + " AS " + name
+        }
+        .joined(separator: ", ")
+
     /// Stores an issued nonce by its hash.
     public func insertNonce(hash: String, expiresAt: Date) async throws {
         try await database.withDatabase { db in
@@ -139,24 +147,28 @@ public struct SQLAccountStore: AccountStore {
         }
     }
 
-    /// The session with this token hash.
-    public func session(tokenHash: String) async throws -> SessionRecord? {
+    /// The session with this token hash, and its account unless that was deleted: one read over both primary keys.
+    public func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)? {
         try await database.withDatabase { db in
             let row = try await db.raw(
                 """
-                SELECT token_hash, account_id, created_at, expires_at, ended_at, end_reason FROM sessions
-                WHERE token_hash = \(bind: tokenHash)
+                SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
+                    s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
+                    s.end_reason AS session_end_reason, \(unsafeRaw: Self.qualifiedAccountColumns)
+                FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
+                WHERE s.token_hash = \(bind: tokenHash)
                 """
             ).first()
             return try row.map { row in
-                SessionRecord(
-                    tokenHash: try row.string("token_hash"),
-                    accountID: try row.string("account_id"),
-                    createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
-                    expiresAt: try row.date("expires_at") ?? Date(timeIntervalSince1970: 0),
-                    endedAt: try row.date("ended_at"),
-                    endReason: try row.optionalString("end_reason").flatMap(SessionEndReason.init(rawValue:))
+                let session = SessionRecord(
+                    tokenHash: try row.string("session_token_hash"),
+                    accountID: try row.string("session_account_id"),
+                    createdAt: try row.date("session_created_at") ?? Date(timeIntervalSince1970: 0),
+                    expiresAt: try row.date("session_expires_at") ?? Date(timeIntervalSince1970: 0),
+                    endedAt: try row.date("session_ended_at"),
+                    endReason: try row.optionalString("session_end_reason").flatMap(SessionEndReason.init(rawValue:))
                 )
+                return (session, try row.decodeNil(column: "id") ? nil : try Self.account(from: row))
             }
         }
     }
