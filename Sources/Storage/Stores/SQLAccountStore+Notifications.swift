@@ -43,17 +43,19 @@ extension SQLAccountStore: NotificationInbox {
             }
         }
         let at = now.milliseconds
-        let closed = try await database.transaction { [finished, retries] db in
-            var closed = 0
+        let digests = Array(Set(results.map(\.job.subjectDigest)))
+        let deletedSubjectEvents = try await database.transaction { [finished, retries] db in
+            var closed = false
             for (outcome, jtis) in finished.sorted(by: { $0.key < $1.key }) {
-                closed += try await db.raw(
+                let rows = try await db.raw(
                     """
                     UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: outcome),
                         next_attempt_at = NULL, lease_until = NULL
                     WHERE jti IN (\(binds: jtis)) AND processed_at IS NULL
                     RETURNING jti
                     """
-                ).all().count
+                ).all()
+                closed = closed || !rows.isEmpty
             }
             for retry in retries {
                 try await db.raw(
@@ -63,15 +65,19 @@ extension SQLAccountStore: NotificationInbox {
                     """
                 ).run()
             }
-            return closed
+            guard closed, !digests.isEmpty else { return false }
+            return try await db.raw("SELECT subject_digest FROM audit_events WHERE subject_digest IN (\(binds: digests)) LIMIT 1")
+                .first() != nil
         }
-        // Sealed events were dropped: make that final in the files (the account changes did so for theirs).
-        if closed > 0 {
+        // A dropped sealed event about a deleted user (say the consent-revoked Apple sends after Orchard revoked that
+        // user's token) must not linger in the files either. Events about live or unknown subjects need no checkpoint
+        // of their own: a flood of them would otherwise checkpoint the file once per batch, and the next deletion's
+        // checkpoint empties the WAL anyway.
+        if deletedSubjectEvents {
             try await database.purgeDeletedData()
         }
     }
 
-    /// Marks a notification processed and drops its sealed event, inside an account change's transaction.
     static func completeNotification(jti: String, outcome: String, at: Int64, in db: any SQLDatabase) async throws {
         try await db.raw(
             """
