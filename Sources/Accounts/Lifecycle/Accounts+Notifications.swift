@@ -42,7 +42,7 @@ extension Accounts {
             throw AccountsError.storage(error)
         }
         Counter(label: "orchard_notifications_total", dimensions: [("outcome", inserted ? "stored" : "duplicate")], factory: metrics).increment()
-        logger.info(
+        logger.debug(
             inserted ? "notification stored" : "duplicate notification ignored",
             metadata: ["notification.jti": "\(notification.jti)", "notification.type": "\(event.type.rawValue)"]
         )

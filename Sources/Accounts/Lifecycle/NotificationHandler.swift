@@ -68,7 +68,7 @@ public struct NotificationHandler: JobHandler {
         let json = try accounts.vault.open(sealed, context: Accounts.notificationContext(entry.jti))
         let event = try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
         guard let account = try await accounts.store.account(subjectHashes: accounts.vault.subjectHashCandidates(event.sub)) else {
-            logger.info("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
+            logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
             return "unknown_subject"
         }
         let applied: Bool

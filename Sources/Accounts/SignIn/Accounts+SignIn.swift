@@ -17,7 +17,7 @@ extension Accounts {
             return result
         } catch {
             Counter(label: "orchard_sign_ins_total", dimensions: [("outcome", error.code.rawValue)], factory: metrics).increment()
-            logger.info("sign-in refused", metadata: ["error.code": "\(error.code.rawValue)", "error.reason": "\(error.reason)"])
+            logger.debug("sign-in refused", metadata: ["error.code": "\(error.code.rawValue)", "error.reason": "\(error.reason)"])
             throw error
         }
     }
