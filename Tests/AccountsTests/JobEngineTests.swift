@@ -23,11 +23,14 @@ final class CountingHandler: JobHandler, Sendable {
     let state: Mutex<State>
     /// Jobs whose `perform` throws.
     let throwing: Set<Int>
+    /// When set, jobs with the same remainder modulo this share an ordering key.
+    let orderingModulus: Int?
 
-    init(jobs: Int, batchSize: Int, concurrency: Int, throwing: Set<Int> = []) {
+    init(jobs: Int, batchSize: Int, concurrency: Int, throwing: Set<Int> = [], orderingModulus: Int? = nil) {
         self.batchSize = batchSize
         self.concurrency = concurrency
         self.throwing = throwing
+        self.orderingModulus = orderingModulus
         self.state = Mutex(State(due: Array(0..<jobs)))
     }
 
@@ -60,6 +63,8 @@ final class CountingHandler: JobHandler, Sendable {
     }
 
     func metadata(for job: Int) -> Logger.Metadata { ["job": "\(job)"] }
+
+    func orderingKey(for job: Int) -> String? { orderingModulus.map { "\(job % $0)" } }
 }
 
 @Suite struct JobEngineTests {
@@ -103,5 +108,17 @@ final class CountingHandler: JobHandler, Sendable {
         let outcomes = await engine.run(claimed: [0, 1, 2], with: handler, logger: logger)
         #expect(outcomes.map { $0?.label } == ["retry", nil, "done"])
         #expect(handler.state.withLock { $0.completions.first?.map(\.job) } == [0, 2])
+    }
+
+    @Test("jobs that share an ordering key run one after the other in claim order; other keys run beside them")
+    func orderingKeys() async {
+        let handler = CountingHandler(jobs: 12, batchSize: 12, concurrency: 12, orderingModulus: 3)
+        await engine.runPass(handler, logger: logger)
+        let state = handler.state.withLock { $0 }
+        #expect(state.mostAtOnce == 3, "three keys, so three chains at once")
+        for key in 0..<3 {
+            #expect(state.performed.filter { $0 % 3 == key } == Array(stride(from: key, to: 12, by: 3)))
+        }
+        #expect(state.completions.first?.map(\.job) == Array(0..<12))
     }
 }

@@ -85,23 +85,42 @@ public struct JobEngine: Sendable {
         logger: Logger
     ) async -> [JobOutcome<Handler.Done>?] {
         let width = max(1, handler.concurrency)
-        guard width > 1, jobs.count > 1 else {
+        // Chains of job indexes: the jobs that share an ordering key, in claim order; every other job alone.
+        var chains: [[Int]] = []
+        var chainOfKey: [String: Int] = [:]
+        for (index, job) in jobs.enumerated() {
+            if let key = handler.orderingKey(for: job) {
+                if let chain = chainOfKey[key] {
+                    chains[chain].append(index)
+                    continue
+                }
+                chainOfKey[key] = chains.count
+            }
+            chains.append([index])
+        }
+        guard width > 1, chains.count > 1 else {
             var outcomes: [JobOutcome<Handler.Done>?] = []
             for job in jobs {
                 outcomes.append(await attempt(job, with: handler, logger: logger))
             }
             return outcomes
         }
-        return await withTaskGroup(of: (Int, JobOutcome<Handler.Done>?).self) { group in
+        return await withTaskGroup(of: [(Int, JobOutcome<Handler.Done>?)].self) { group in
             var outcomes = [JobOutcome<Handler.Done>?](repeating: nil, count: jobs.count)
-            for (index, job) in jobs.enumerated() {
-                if index >= width, let (finished, outcome) = await group.next() {
-                    outcomes[finished] = outcome
+            for (started, chain) in chains.enumerated() {
+                if started >= width, let finished = await group.next() {
+                    for (index, outcome) in finished { outcomes[index] = outcome }
                 }
-                group.addTask { (index, await self.attempt(job, with: handler, logger: logger)) }
+                group.addTask {
+                    var results: [(Int, JobOutcome<Handler.Done>?)] = []
+                    for index in chain {
+                        results.append((index, await self.attempt(jobs[index], with: handler, logger: logger)))
+                    }
+                    return results
+                }
             }
-            for await (finished, outcome) in group {
-                outcomes[finished] = outcome
+            for await finished in group {
+                for (index, outcome) in finished { outcomes[index] = outcome }
             }
             return outcomes
         }

@@ -31,4 +31,12 @@ public protocol JobHandler: Sendable {
     func complete(_ results: [JobResult<Job, Done>], at now: Date) async throws
     /// Log metadata that identifies a job without any secret (`revocation.id`, `webhook.id`, ...).
     func metadata(for job: Job) -> Logger.Metadata
+    /// Jobs of one batch with the same key run one after the other, in claim order; jobs with different keys (or none)
+    /// run concurrently, up to ``concurrency``. `nil` by default.
+    func orderingKey(for job: Job) -> String?
+}
+
+extension JobHandler {
+    /// No ordering between the jobs of a batch beyond ``concurrency``.
+    public func orderingKey(for job: Job) -> String? { nil }
 }

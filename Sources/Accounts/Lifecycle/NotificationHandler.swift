@@ -25,9 +25,13 @@ public struct NotificationHandler: JobHandler {
     /// The kind.
     public var kind: JobKind { .notifications }
     /// Claims per pass.
-    public var batchSize: Int { 32 }
-    /// One at a time, in arrival order.
-    public var concurrency: Int { 1 }
+    public var batchSize: Int { 128 }
+    /// Notifications about different subjects at once (their account changes then share a commit); those about one
+    /// subject one after the other, in arrival order (see ``orderingKey(for:)``).
+    public var concurrency: Int { 32 }
+
+    /// The subject's salted hash: Apple's events about one user are acted on in the order they arrived.
+    public func orderingKey(for entry: InboxEntry) -> String? { entry.subjectDigest }
 
     /// Creates the handler over the lifecycle, whose account changes it applies.
     public init(accounts: Accounts) {
