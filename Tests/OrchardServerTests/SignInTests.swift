@@ -35,6 +35,21 @@ struct SignInTests {
         }
     }
 
+    @Test("an email the app sends is never stored: with no email in Apple's signed tokens, the account has none")
+    func appSuppliedEmailIgnored() async throws {
+        try await OrchardHarness.with { h in
+            let user = EmulatedUser(sub: EmulatedUser.makeSubject(), email: nil, isPrivateEmail: false)
+            let (response, _, _) = try await h.signIn(user, userDetails: ["email": "victim@example.com"])
+            #expect(response.status == 200)
+            let account = try #require(response.json["account"] as? [String: Any])
+            #expect(account["email"] == nil, "an unsigned email reached the account")
+            #expect(account["is_private_email"] as? Bool == false)
+            let token = try #require((response.json["session"] as? [String: Any])?["token"] as? String)
+            let session = try await h.request(.GET, "/v1/session", bearer: token)
+            #expect((session.json["account"] as? [String: Any])?["email"] == nil)
+        }
+    }
+
     @Test("a returning user keeps the first authorization's name and gets a new session")
     func returningAccount() async throws {
         try await OrchardHarness.with { h in

@@ -44,24 +44,26 @@ extension Accounts {
             }
             throw mapped
         }
+        var exchanged: AppleIdentityClaims?
         if let idToken = tokens.idToken {
-            let exchanged: AppleIdentityClaims
             do {
                 exchanged = try await apple.verifyIdentityToken(idToken.value, expectedAudience: claims.aud)
             } catch {
                 throw AccountsError(.subjectMismatch, "the id_token Apple returned from the code exchange did not verify")
             }
-            guard exchanged.sub == claims.sub else {
+            guard exchanged?.sub == claims.sub else {
                 throw AccountsError(.subjectMismatch, "the code was issued for another user than the identity token")
             }
         }
+        // Claims precedence: the email comes only from a signed token, the identity token's else the exchange's.
+        let emailSource = claims.email != nil ? claims : exchanged
 
         do {
-            return try await storeSignIn(claims: claims, tokens: tokens, request: request)
+            return try await storeSignIn(claims: claims, emailSource: emailSource, tokens: tokens, request: request)
         } catch let error as StoreError where error == .conflict {
             // Two first sign-ins of one user raced; the other created the account, so this one is a returning sign-in.
             do {
-                return try await storeSignIn(claims: claims, tokens: tokens, request: request)
+                return try await storeSignIn(claims: claims, emailSource: emailSource, tokens: tokens, request: request)
             } catch {
                 throw AccountsError.storage(error)
             }
@@ -92,7 +94,12 @@ extension Accounts {
         }
     }
 
-    private func storeSignIn(claims: AppleIdentityClaims, tokens: AppleTokenResponse, request: SignInRequest) async throws -> SignInResult {
+    private func storeSignIn(
+        claims: AppleIdentityClaims,
+        emailSource: AppleIdentityClaims?,
+        tokens: AppleTokenResponse,
+        request: SignInRequest
+    ) async throws -> SignInResult {
         let now = clock.now()
         let existing = try await store.account(subjectHashes: vault.subjectHashCandidates(claims.sub))
         let isNew = existing == nil
@@ -125,12 +132,11 @@ extension Accounts {
             let name = AccountView.Name(firstName: user.firstName, lastName: user.lastName)
             record.sealedName = try seal(String(decoding: try JSONEncoder().encode(name), as: UTF8.self), "name")
         }
-        // The signed token's email wins over what the app sent; the app's is used only on the first authorization.
-        if let email = claims.email {
+        // Only a signed token vouches for an email: `user.email` from the app is never stored, or anyone could claim
+        // someone else's address and take over an account a backend links by email.
+        if let emailSource, let email = emailSource.email {
             record.sealedEmail = try seal(email.value, "email")
-            record.isPrivateEmail = claims.isPrivateEmail ?? false
-        } else if isNew, let email = request.user?.email {
-            record.sealedEmail = try seal(email.value, "email")
+            record.isPrivateEmail = emailSource.isPrivateEmail ?? false
         }
         record.clientID = claims.aud
         if let refresh = tokens.refreshToken {
