@@ -18,6 +18,9 @@ public struct AccountsConfiguration: Sendable {
     public var webhookRetryWindow: Duration
     /// When failed jobs are tried again.
     public var retryPolicy: RetryPolicy
+    /// Clock skew allowed between Apple and this installation (`ORCHARD_CLOCK_LEEWAY`): a notification whose event
+    /// happened earlier than its account's creation by more than this is recorded and not acted on.
+    public var clockLeeway: Duration
 
     /// Creates a configuration.
     public init(
@@ -29,7 +32,8 @@ public struct AccountsConfiguration: Sendable {
         revocationWait: Duration = .seconds(5),
         leaseDuration: Duration = .seconds(60),
         webhookRetryWindow: Duration = .seconds(3 * 86_400),
-        retryPolicy: RetryPolicy = RetryPolicy()
+        retryPolicy: RetryPolicy = RetryPolicy(),
+        clockLeeway: Duration = .seconds(60)
     ) {
         self.sessionTTL = sessionTTL
         self.nonceLifetime = nonceLifetime
@@ -40,6 +44,7 @@ public struct AccountsConfiguration: Sendable {
         self.leaseDuration = leaseDuration
         self.webhookRetryWindow = webhookRetryWindow
         self.retryPolicy = retryPolicy
+        self.clockLeeway = clockLeeway
     }
 }
 

@@ -110,6 +110,38 @@ struct NotificationTests {
         }
     }
 
+    @Test("a late notification, older than the account it names (the user signed up again), is recorded and not acted on")
+    func latePredatesAccount() async throws {
+        try await Self.withHarness(policy: .delete) { h, receiver in
+            let user = h.emulator.makeUser()
+            let token = try await DeletionTests.signUp(h, user)
+            let jti = "late-\(UUID().uuidString)"
+            let payload = try h.emulator.signNotification(
+                type: "account-delete",
+                sub: user.sub,
+                clientID: OrchardHarness.clientID,
+                jti: jti,
+                eventTime: h.clock.now().addingTimeInterval(-(h.configuration.clockLeeway.seconds + 5))
+            )
+            #expect(try await Self.post(h, payload).status == 200)
+            #expect(await Self.processed(h, jti))
+            #expect(try await Self.inboxRow(h, jti)?.outcome == "predates_account")
+            #expect(try await h.request(.GET, "/v1/session", bearer: token).status == 200, "the new account was touched")
+            #expect(try await h.accounts.listAccounts().count == 1)
+            #expect(receiver.delivered.isEmpty)
+
+            // The same event within the leeway is acted on.
+            let onTime = try h.emulator.signNotification(
+                type: "account-delete",
+                sub: user.sub,
+                clientID: OrchardHarness.clientID,
+                eventTime: h.clock.now().addingTimeInterval(-(h.configuration.clockLeeway.seconds - 5))
+            )
+            #expect(try await Self.post(h, onTime).status == 200)
+            #expect(await eventually { (try? await h.accounts.listAccounts())?.isEmpty == true })
+        }
+    }
+
     @Test("consent-revoked under delete: the account is deleted, only account.deleted is sent, Apple is not called")
     func consentRevokedDelete() async throws {
         try await Self.withHarness(policy: .delete) { h, receiver in

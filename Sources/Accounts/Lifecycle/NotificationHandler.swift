@@ -75,6 +75,12 @@ public struct NotificationHandler: JobHandler {
             logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
             return "unknown_subject"
         }
+        // Late notifications: the event happened before this account existed (the user signed up again after it), so
+        // it is about an earlier grant and must not touch the new account.
+        if event.eventTime < account.createdAt.addingTimeInterval(-accounts.configuration.clockLeeway.seconds) {
+            logger.info("notification older than its account recorded and not acted on", metadata: ["notification.jti": "\(entry.jti)"])
+            return "predates_account"
+        }
         let applied: Bool
         switch event.type {
         case .emailEnabled, .emailDisabled:

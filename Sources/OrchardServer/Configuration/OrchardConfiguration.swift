@@ -88,7 +88,8 @@ public struct OrchardConfiguration: Sendable {
             sessionTTL: sessionTTL,
             refreshValidationInterval: refreshValidationInterval,
             webhookURLs: webhookURLs.map(\.absoluteString),
-            consentRevokedPolicy: consentRevokedPolicy
+            consentRevokedPolicy: consentRevokedPolicy,
+            clockLeeway: clockLeeway
         )
     }
 }
