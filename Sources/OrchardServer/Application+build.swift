@@ -43,7 +43,8 @@ public func buildApplication(
             store: SQLWebFlowStateStore(database: dependencies.database),
             vault: TokenVault(keys: configuration.vaultKeys),
             clock: dependencies.clock,
-            random: dependencies.random
+            random: dependencies.random,
+            lifetime: configuration.nonceLifetime
         ),
         redirectURI: configuration.appleRedirectURI,
         webClientID: configuration.webClientID,
@@ -78,6 +79,7 @@ func backgroundJobs(accounts: Accounts, store: SQLAccountStore, dependencies: Or
         RevocationHandler(accounts: accounts),
         NotificationHandler(accounts: accounts),
         RefreshValidationHandler(accounts: accounts),
+        RetentionHandler(store: store, clock: dependencies.clock),
     ]
     if let secret = dependencies.configuration.webhookSecret {
         handlers.append(

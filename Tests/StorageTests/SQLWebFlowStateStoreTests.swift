@@ -9,7 +9,7 @@ import Testing
 @Suite struct SQLWebFlowStateStoreTests {
     static let backends = TestDatabase.availableBackends
 
-    @Test("a state is taken once (then it is gone), and inserting sweeps the expired ones", arguments: Self.backends)
+    @Test("a state is taken once (then it is gone), and the retention job removes the expired ones", arguments: Self.backends)
     func takeOnce(_ backend: TestDatabase.Backend) async throws {
         let database = try await TestDatabase.make(backend)
         do {
@@ -25,6 +25,10 @@ import Testing
             let old = WebFlowStateRecord(stateHash: "h-old", sealedNonce: "v1.k.old", returnTo: "/", expiresAt: now.addingTimeInterval(-1))
             try await store.insertWebFlowState(old, now: now.addingTimeInterval(-700))
             try await store.insertWebFlowState(live, now: now)
+            let retention = SQLAccountStore(database: database.client)
+            #expect(try await retention.retentionTargetsDue(at: now) == [.webFlowStates])
+            #expect(try await retention.purge(.webFlowStates, at: now, limit: 10) == 1)
+            #expect(try await retention.retentionTargetsDue(at: now).isEmpty)
             #expect(try await store.takeWebFlowState(hash: "h-old") == nil)
             #expect(try await store.takeWebFlowState(hash: "h-live") == live)
             #expect(try await store.takeWebFlowState(hash: "h-live") == nil)

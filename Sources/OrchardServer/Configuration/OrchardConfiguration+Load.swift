@@ -60,6 +60,7 @@ extension OrchardConfiguration {
         config.logLevel = try settings.logLevel() ?? config.logLevel
         config.sessionTTL = try settings.seconds("ORCHARD_SESSION_TTL", in: 60...31_536_000) ?? config.sessionTTL
         config.clockLeeway = try settings.seconds("ORCHARD_CLOCK_LEEWAY", in: 0...3600) ?? config.clockLeeway
+        config.nonceLifetime = try settings.seconds("ORCHARD_NONCE_LIFETIME", in: 1...86_400) ?? config.nonceLifetime
         config.refreshValidationInterval =
             try settings.seconds("ORCHARD_REFRESH_VALIDATION_INTERVAL", in: 1...31_536_000) ?? config.refreshValidationInterval
 
@@ -73,6 +74,13 @@ extension OrchardConfiguration {
             throw ConfigurationError(
                 setting: "ORCHARD_REFRESH_VALIDATION_INTERVAL",
                 problem: "must be at least 86400 against Apple's own endpoints (Apple throttles faster callers)"
+            )
+        }
+
+        if config.isAppleProduction, config.nonceLifetime < .seconds(60) {
+            throw ConfigurationError(
+                setting: "ORCHARD_NONCE_LIFETIME",
+                problem: "must be at least 60 against Apple's own endpoints (a user needs the time to sign in)"
             )
         }
 

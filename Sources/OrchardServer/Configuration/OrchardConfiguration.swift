@@ -60,6 +60,8 @@ public struct OrchardConfiguration: Sendable {
     public var refreshValidationInterval: Duration = .seconds(86_400)
     /// How long a session lives at most.
     public var sessionTTL: Duration = .seconds(2_592_000)
+    /// `ORCHARD_NONCE_LIFETIME`: how long an issued nonce, and a web-flow state, stays usable.
+    public var nonceLifetime: Duration = .seconds(600)
     /// Clock skew allowed on `exp` and `iat`.
     public var clockLeeway: Duration = .seconds(60)
     /// The swift-log level.
@@ -86,6 +88,7 @@ public struct OrchardConfiguration: Sendable {
     public var accounts: AccountsConfiguration {
         AccountsConfiguration(
             sessionTTL: sessionTTL,
+            nonceLifetime: nonceLifetime,
             refreshValidationInterval: refreshValidationInterval,
             webhookURLs: webhookURLs.map(\.absoluteString),
             consentRevokedPolicy: consentRevokedPolicy,

@@ -151,5 +151,14 @@ extension Migration {
                 "CREATE INDEX webhook_outbox_status_next_attempt_at ON webhook_outbox (status, next_attempt_at)",
             ]
         ),
+        Migration(
+            version: 5,
+            summary: "retention: processed notifications and delivered webhooks are found by age through an index",
+            statements: [
+                // Partial, so that the claims (which look for processed_at IS NULL) keep their due-time indexes.
+                "CREATE INDEX notification_inbox_processed_at ON notification_inbox (processed_at) WHERE processed_at IS NOT NULL",
+                "CREATE INDEX webhook_outbox_delivered_at ON webhook_outbox (delivered_at) WHERE delivered_at IS NOT NULL",
+            ]
+        ),
     ]
 }

@@ -11,10 +11,9 @@ public struct SQLWebFlowStateStore: WebFlowStateStore {
         self.database = database
     }
 
-    /// Stores a state and drops the expired ones.
+    /// Stores a state. Expired states are removed by the retention job, in bounded batches, not by the request.
     public func insertWebFlowState(_ record: WebFlowStateRecord, now: Date) async throws {
         try await database.transaction { db in
-            try await db.raw("DELETE FROM web_flow_states WHERE expires_at <= \(bind: now.milliseconds)").run()
             try await db.raw(
                 """
                 INSERT INTO web_flow_states (state_hash, sealed_nonce, return_to, expires_at)

@@ -1,0 +1,49 @@
+public import Accounts
+public import Foundation
+import SQLKit
+
+extension SQLAccountStore: RetentionStore {
+    /// Each target's table, key, and the condition that a row is past its cutoff (`?` stands for the cutoff).
+    private static func table(_ target: RetentionTarget) -> (name: String, key: String, expired: String) {
+        switch target {
+        case .nonces: ("nonces", "hash", "expires_at <=")
+        case .webFlowStates: ("web_flow_states", "state_hash", "expires_at <=")
+        case .processedNotifications: ("notification_inbox", "jti", "processed_at <=")
+        case .deliveredWebhooks: ("webhook_outbox", "id", "status = 'delivered' AND delivered_at <=")
+        }
+    }
+
+    /// The targets with at least one row past its cutoff, each found by one probe of its expiry index.
+    public func retentionTargetsDue(at now: Date) async throws -> [RetentionTarget] {
+        try await database.withDatabase { db in
+            var due: [RetentionTarget] = []
+            for target in RetentionTarget.allCases {
+                let table = Self.table(target)
+                let row = try await db.raw(
+                    """
+                    SELECT \(unsafeRaw: table.key) AS key FROM \(unsafeRaw: table.name)
+                    WHERE \(unsafeRaw: table.expired) \(bind: target.cutoff(at: now).milliseconds) LIMIT 1
+                    """
+                ).first()
+                if row != nil { due.append(target) }
+            }
+            return due
+        }
+    }
+
+    /// Removes up to `limit` rows of the target past its cutoff, in one statement.
+    public func purge(_ target: RetentionTarget, at now: Date, limit: Int) async throws -> Int {
+        let table = Self.table(target)
+        return try await database.transaction { db in
+            try await db.raw(
+                """
+                DELETE FROM \(unsafeRaw: table.name) WHERE \(unsafeRaw: table.key) IN (
+                    SELECT \(unsafeRaw: table.key) FROM \(unsafeRaw: table.name)
+                    WHERE \(unsafeRaw: table.expired) \(bind: target.cutoff(at: now).milliseconds) LIMIT \(bind: limit)
+                )
+                RETURNING \(unsafeRaw: table.key) AS key
+                """
+            ).all().count
+        }
+    }
+}
