@@ -20,6 +20,12 @@ public enum JobOutcome<Done: Sendable>: Sendable {
         case .failed: "failed"
         }
     }
+
+    /// Whether the job finished (whatever it left to record).
+    public var isDone: Bool {
+        if case .done = self { return true }
+        return false
+    }
 }
 
 extension JobOutcome where Done == Void {

@@ -16,10 +16,7 @@ extension SQLAccountStore: RevocationOutbox {
     /// released with one more attempt. A `failed` one (never given up: Apple must accept in the end) keeps its lease and
     /// its error, and is tried again once the lease runs out.
     public func completeRevocations(_ results: [JobResult<RevocationJob, Void>], at now: Date) async throws {
-        let accepted = results.compactMap { result -> String? in
-            if case .done(_) = result.outcome { return result.job.id }
-            return nil
-        }
+        let accepted = results.filter(\.outcome.isDone).map(\.job.id)
         try await database.transaction { db in
             if !accepted.isEmpty {
                 try await db.raw("DELETE FROM revocations WHERE id IN (\(binds: accepted))").run()

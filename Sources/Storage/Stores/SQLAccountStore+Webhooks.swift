@@ -14,10 +14,7 @@ extension SQLAccountStore: WebhookOutbox {
     /// Records a batch, each delivery with one more attempt: delivered ones at once, then each retry and give-up with
     /// its own error.
     public func completeWebhooks(_ results: [JobResult<WebhookDelivery, Void>], at now: Date) async throws {
-        let delivered = results.compactMap { result -> String? in
-            if case .done(_) = result.outcome { return result.job.id }
-            return nil
-        }
+        let delivered = results.filter(\.outcome.isDone).map(\.job.id)
         try await database.transaction { db in
             if !delivered.isEmpty {
                 try await db.raw(
