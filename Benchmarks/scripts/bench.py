@@ -100,6 +100,8 @@ def start_serve(opts, name, database_url, emulator_base, key):
         "APPLE_CLIENT_IDS": CLIENT_ID, "APPLE_BASE_URL": emulator_base,
         "ORCHARD_VAULT_KEYS": "k1:" + base64.b64encode(secrets.token_bytes(32)).decode(),
         "ORCHARD_DATABASE_URL": database_url, "ORCHARD_HOST": "127.0.0.1", "ORCHARD_PORT": str(port),
+        # One load generator on one address: the per-client limit would measure the limiter, not the path.
+        "ORCHARD_RATE_LIMIT_PER_MINUTE": "0",
     })
     child = Child(name, [opts.orchard, "serve"], env, os.path.join(opts.work_dir, f"{name}.log"))
     base = f"http://127.0.0.1:{port}"

@@ -34,6 +34,15 @@ public func buildApplication(
     let routes = RouteTable()
     router.middlewares.add(ProblemMiddleware(routes: routes))
     router.middlewares.add(MetricsMiddleware())
+    if configuration.rateLimitPerMinute > 0 {
+        router.middlewares.add(
+            RateLimitMiddleware(
+                limiter: RateLimiter(limit: configuration.rateLimitPerMinute, clock: dependencies.clock),
+                resolver: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
+                metrics: dependencies.metrics
+            )
+        )
+    }
     router.middlewares.add(CookieSessionMiddleware(routes: routes, siteOrigin: configuration.siteOrigin))
     let group = router.group()
     AuthController(accounts: accounts).addRoutes(to: group, table: routes)

@@ -116,6 +116,8 @@ public final class OrchardHarness: Sendable {
         configuration.applePrivateKeyPEM = clientKey.privateKeyPEM
         configuration.appleClientIDs = [clientID, webClientID]
         configuration.appleBaseURL = URL(string: emulatorServer.baseURL)!
+        // Every test's requests come from 127.0.0.1: the rate limit is off unless a test turns it on (RateLimitTests).
+        configuration.rateLimitPerMinute = 0
         configure(&configuration)
 
         let logs = InMemoryLogHandler()

@@ -62,6 +62,10 @@ public struct OrchardConfiguration: Sendable {
     public var sessionTTL: Duration = .seconds(2_592_000)
     /// `ORCHARD_NONCE_LIFETIME`: how long an issued nonce, and a web-flow state, stays usable.
     public var nonceLifetime: Duration = .seconds(600)
+    /// `ORCHARD_RATE_LIMIT_PER_MINUTE`: requests per minute per client address to the anonymous routes; 0 is off.
+    public var rateLimitPerMinute = 120
+    /// `ORCHARD_TRUSTED_PROXIES`: the proxies whose `X-Forwarded-For` is believed.
+    public var trustedProxies: [IPAddressRange] = []
     /// Clock skew allowed on `exp` and `iat`.
     public var clockLeeway: Duration = .seconds(60)
     /// The swift-log level.

@@ -1,14 +1,18 @@
 public import Foundation
 public import Hummingbird
+public import NIOCore
 
 /// The request context of Orchard's routes: bodies are capped at 64 KiB and dates are RFC 3339 in UTC.
-public struct OrchardRequestContext: RequestContext {
+public struct OrchardRequestContext: RequestContext, RemoteAddressRequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
+    /// The socket's peer (a proxy's address behind one; see ``ClientAddressResolver``).
+    public let remoteAddress: SocketAddress?
 
     /// Creates the context for a request.
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
+        self.remoteAddress = source.channel.remoteAddress
     }
 
     /// Bodies over 64 KiB are refused (`413 payload_too_large`).
