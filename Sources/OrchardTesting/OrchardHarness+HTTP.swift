@@ -21,6 +21,21 @@ public struct TestResponse: Sendable {
         headers.first { $0.0.lowercased() == name.lowercased() }?.1
     }
 
+    /// Every header with this name (case-insensitive), in order.
+    public func headers(named name: String) -> [String] {
+        headers.filter { $0.0.lowercased() == name.lowercased() }.map(\.1)
+    }
+
+    /// Whether the answer sets a cookie `name` to a value (rather than clearing it).
+    public func setsCookie(_ name: String) -> Bool {
+        headers(named: "Set-Cookie").contains { $0.hasPrefix("\(name)=") && !$0.hasPrefix("\(name)=;") }
+    }
+
+    /// Whether the answer clears the cookie `name` (`Max-Age=0`).
+    public func clearsCookie(_ name: String) -> Bool {
+        headers(named: "Set-Cookie").contains { $0.hasPrefix("\(name)=;") && $0.contains("Max-Age=0") }
+    }
+
     /// The body as a JSON object (empty when it is not one).
     public var json: [String: Any] {
         ((try? JSONSerialization.jsonObject(with: body)) as? [String: Any]) ?? [:]

@@ -7,9 +7,10 @@ import Synchronization
 /// A browser's part in the web flow, over plain HTTP, for tests: it follows no redirect by itself, keeps the cookies
 /// one site (Orchard) sets, and sends them only where a browser would.
 ///
-/// Orchard's cookie is `SameSite=Lax`, so a browser sends it with Orchard's own requests and top-level `GET`
-/// navigations, but not with the cross-site form post from Apple's page: ``postForm(_:from:)`` sends none, as a
-/// browser would (``postForm(_:from:cookies:)`` can force some, to show that the callback does not need them).
+/// Orchard's session cookie is `SameSite=Lax`, so a browser sends it with Orchard's own requests and top-level `GET`
+/// navigations, but not with the cross-site form post from Apple's page: ``postForm(_:from:)`` sends only the
+/// `SameSite=None` flow cookie (`orchard_web_state`, for the callback's path), as a browser would
+/// (``postForm(_:from:cookies:)`` can force the others, to show that the callback does not need them).
 public final class WebFlowBrowser: Sendable {
     /// A form an HTML page posts by itself: where, and its hidden fields.
     public struct Form: Sendable {
@@ -45,7 +46,14 @@ public final class WebFlowBrowser: Sendable {
     public let orchard: String
     /// The client, with redirects off.
     public let http: HTTPClient
-    private let jar = Mutex<[String: String]>([:])
+    private let jar = Mutex<[String: StoredCookie]>([:])
+
+    /// A cookie as the browser keeps it: its value, its `Path` and whether it is `SameSite=None` (sent cross-site).
+    private struct StoredCookie {
+        var value: String
+        var path: String
+        var crossSite: Bool
+    }
 
     private init(orchard: String) {
         self.orchard = orchard
@@ -67,7 +75,7 @@ public final class WebFlowBrowser: Sendable {
 
     /// The value of Orchard's cookie `name`, if the browser holds it.
     public func cookie(_ name: String = "orchard_session") -> String? {
-        jar.withLock { $0[name] }
+        jar.withLock { $0[name]?.value }
     }
 
     /// Drops every cookie.
@@ -75,7 +83,8 @@ public final class WebFlowBrowser: Sendable {
         jar.withLock { $0.removeAll() }
     }
 
-    /// Sends a request as the browser: to Orchard with its cookies (unless `cookies` is false), elsewhere without.
+    /// Sends a request as the browser: to Orchard with its cookies whose `Path` covers it (with `cookies` false, as a
+    /// cross-site request: only its `SameSite=None` ones), elsewhere without.
     ///
     /// - Parameters:
     ///   - path: A path on Orchard, or an absolute URL.
@@ -93,8 +102,16 @@ public final class WebFlowBrowser: Sendable {
         request.method = method
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         if let origin { request.headers.add(name: "Origin", value: origin) }
-        if cookies, url.hasPrefix(orchard) {
-            let header = jar.withLock { $0.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+        if url.hasPrefix(orchard) {
+            // A same-site request carries every cookie whose Path covers it; a cross-site one only `SameSite=None` ones.
+            let path = String(url.dropFirst(orchard.count).prefix { $0 != "?" })
+            let header = jar.withLock { jar in
+                jar.filter { _, cookie in
+                    (cookies || cookie.crossSite)
+                        && (path == cookie.path || path.hasPrefix(cookie.path.hasSuffix("/") ? cookie.path : cookie.path + "/"))
+                }
+                .sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.value)" }.joined(separator: "; ")
+            }
             if !header.isEmpty { request.headers.add(name: "Cookie", value: header) }
         }
         if let body { request.body = .bytes(ByteBuffer(string: body)) }
@@ -125,12 +142,12 @@ public final class WebFlowBrowser: Sendable {
         return form
     }
 
-    /// Posts Apple's form cross-site, as the browser does: `Origin` is Apple's, and no `SameSite=Lax` cookie goes with it.
+    /// Posts Apple's form cross-site, as the browser does: `Origin` is Apple's, and only `SameSite=None` cookies go with it.
     public func postForm(_ form: Form, from appleOrigin: String) async throws -> TestResponse {
         try await postForm(form, from: appleOrigin, cookies: false)
     }
 
-    /// Posts a form, with or without Orchard's cookies.
+    /// Posts a form, with all of Orchard's cookies (`cookies`) or, cross-site, only its `SameSite=None` ones.
     public func postForm(_ form: Form, from origin: String, cookies: Bool) async throws -> TestResponse {
         try await request(
             .POST,
@@ -147,8 +164,11 @@ public final class WebFlowBrowser: Sendable {
         guard let pair = parts.first, let equals = pair.firstIndex(of: "=") else { return }
         let name = String(pair[..<equals])
         let value = String(pair[pair.index(after: equals)...])
-        let expired = parts.dropFirst().contains { $0.lowercased() == "max-age=0" }
-        jar.withLock { $0[name] = expired || value.isEmpty ? nil : value }
+        let attributes = parts.dropFirst().map { $0.lowercased() }
+        let expired = attributes.contains("max-age=0")
+        let path = parts.dropFirst().first { $0.lowercased().hasPrefix("path=") }.map { String($0.dropFirst(5)) } ?? "/"
+        let cookie = StoredCookie(value: value, path: path, crossSite: attributes.contains("samesite=none"))
+        jar.withLock { $0[name] = expired || value.isEmpty ? nil : cookie }
     }
 
     /// The first `<form method="post">` of an HTML page with its hidden inputs, entities decoded.

@@ -25,6 +25,12 @@ extension DemoScript {
         var query: [String: String] = [:]
         for item in components.queryItems ?? [] { query[item.name] = item.value }
         show("GET /v1/auth/apple/authorize -> 302 to \(components.scheme ?? "")://\(components.host ?? ""):\(components.port ?? 0)/auth/authorize")
+        // The flow's binder: the browser keeps it and sends it back with Apple's post (SameSite=None), so that the
+        // state works only in the browser that started the flow.
+        let binder =
+            start.headers["Set-Cookie"].first { $0.hasPrefix("orchard_web_state=") }?
+            .split(separator: ";").first.map { String($0.dropFirst("orchard_web_state=".count)) } ?? ""
+        show("  Set-Cookie: orchard_web_state=…; SameSite=None, Path=/v1/auth/apple/callback (binds the state to this browser)")
         show(
             "  client_id \(query["client_id"] ?? "?"), response_type \(query["response_type"] ?? "?"), response_mode \(query["response_mode"] ?? "?")"
         )
@@ -43,14 +49,16 @@ extension DemoScript {
             browser,
             .POST,
             action,
-            headers: [("Content-Type", "application/x-www-form-urlencoded"), ("Origin", appleOrigin)],
+            headers: [
+                ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", appleOrigin), ("Cookie", "orchard_web_state=\(binder)"),
+            ],
             body: body,
             expect: 303
         )
-        let setCookie = posted.headers.first(name: "Set-Cookie") ?? ""
+        let setCookie = posted.headers["Set-Cookie"].first { $0.hasPrefix("orchard_session=") } ?? ""
         let token = setCookie.split(separator: ";").first.map { String($0.dropFirst("orchard_session=".count)) } ?? ""
         let attributes = setCookie.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
-        show("POST /v1/auth/apple/callback (cross-site, so no cookie) -> 303 \(posted.headers.first(name: "Location") ?? "?")")
+        show("POST /v1/auth/apple/callback (cross-site: only the flow's cookie) -> 303 \(posted.headers.first(name: "Location") ?? "?")")
         show("  Set-Cookie: orchard_session=…; \(attributes.joined(separator: "; "))")
 
         let cookie = [("Cookie", "orchard_session=\(token)")]

@@ -76,6 +76,58 @@ struct WebFlowTests {
         }
     }
 
+    @Test(
+        "authorize binds the state to the browser: orchard_web_state is HttpOnly, Secure, SameSite=None, on the callback's path only, and only its hash is stored"
+    )
+    func bindingCookie() async throws {
+        try await OrchardHarness.withWebFlow { h, browser in
+            let start = try await browser.request(.GET, "/v1/auth/apple/authorize")
+            let setCookie = try #require(start.headers(named: "Set-Cookie").first { $0.hasPrefix("orchard_web_state=") })
+            let attributes = setCookie.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            for attribute in ["HttpOnly", "Secure", "SameSite=None", "Path=/v1/auth/apple/callback", "Max-Age=600"] {
+                #expect(attributes.contains(attribute), "Set-Cookie lacks \(attribute): \(setCookie)")
+            }
+            let binder = try #require(browser.cookie("orchard_web_state"))
+            #expect(binder.utf8.count >= 43, "256 random bits")
+            let stored = try await h.databaseBytes().reduce(into: Data()) { $0.append($1.bytes) }
+            #expect(stored.range(of: Data(binder.utf8)) == nil, "the binder itself is never stored")
+
+            // A second flow in the same browser gets a binder of its own.
+            _ = try await browser.request(.GET, "/v1/auth/apple/authorize")
+            #expect(browser.cookie("orchard_web_state") != binder)
+        }
+    }
+
+    @Test(
+        "login CSRF: an attacker's kept form post replayed from the victim's browser is 400 state_invalid, no session, and the state is not used up"
+    )
+    func loginCSRF() async throws {
+        try await OrchardHarness.withWebFlow { h, attacker in
+            // The attacker starts a flow, signs in at Apple as themself, and keeps Apple's post unsent.
+            let kept = try await Self.appleForm(h, attacker)
+            try await WebFlowBrowser.with(orchard: h.baseURL) { victim in
+                // A page makes the victim's browser post it: no flow cookie at all...
+                let bare = try await victim.postForm(kept, from: h.appleOrigin)
+                #expect(bare.status == 400)
+                #expect(bare.code == "state_invalid")
+                #expect(!bare.setsCookie("orchard_session"))
+                #expect(bare.clearsCookie("orchard_web_state"))
+                // ...or the cookie of a flow of the victim's own.
+                _ = try await victim.request(.GET, "/v1/auth/apple/authorize")
+                #expect(victim.cookie("orchard_web_state") != nil)
+                let foreign = try await victim.postForm(kept, from: h.appleOrigin)
+                #expect(foreign.code == "state_invalid")
+                #expect(!foreign.setsCookie("orchard_session"))
+                #expect(victim.cookie() == nil)
+            }
+            #expect(h.emulator.calls(to: .token).isEmpty, "a refused post never reaches Apple")
+            #expect(try await h.accounts.listAccounts().isEmpty)
+            // Refused for its cookie, the state was not used up: the browser that started the flow still completes it.
+            #expect(try await attacker.postForm(kept, from: h.appleOrigin).status == 303)
+            #expect(attacker.cookie() != nil)
+        }
+    }
+
     @Test("without APPLE_REDIRECT_URI both web-flow routes answer 404 web_flow_disabled")
     func disabled() async throws {
         try await OrchardHarness.with { h in
@@ -171,7 +223,8 @@ struct WebFlowTests {
             let refused = try await browser.postForm(swapped, from: h.appleOrigin)
             #expect(refused.status == 401)
             #expect(refused.code == "nonce_mismatch")
-            #expect(refused.header("Set-Cookie") == nil)
+            #expect(!refused.setsCookie("orchard_session"))
+            #expect(refused.clearsCookie("orchard_web_state"))
             #expect(try await h.accounts.listAccounts().isEmpty)
         }
     }
@@ -214,7 +267,8 @@ struct WebFlowTests {
             let replayed = try await browser.postForm(form, from: h.appleOrigin)
             #expect(replayed.status == 400)
             #expect(replayed.code == "state_invalid")
-            #expect(replayed.header("Set-Cookie") == nil)
+            #expect(!replayed.setsCookie("orchard_session"))
+            #expect(replayed.clearsCookie("orchard_web_state"))
             #expect(h.emulator.calls(to: .token).count == 1)
         }
     }
@@ -225,16 +279,20 @@ struct WebFlowTests {
             let form = try await Self.appleForm(h, browser)
             let state = try #require(form.field("state"))
             let flipped = String(state.dropLast()) + (state.hasSuffix("A") ? "B" : "A")
-            for bad in [flipped, state + "x", "unknown-state", String(repeating: "A", count: 43), "<script>", ""] {
-                var tampered = form
-                tampered.set("state", bad)
-                let response = try await browser.postForm(tampered, from: h.appleOrigin)
-                #expect(response.status == 400, "state \(bad) answered \(response.status)")
-                #expect(response.code == "state_invalid")
+            // Tampered posts come from elsewhere (each answer of the callback clears the flow's cookie, so the flow's
+            // own browser could not post again).
+            try await WebFlowBrowser.with(orchard: h.baseURL) { other in
+                for bad in [flipped, state + "x", "unknown-state", String(repeating: "A", count: 43), "<script>", ""] {
+                    var tampered = form
+                    tampered.set("state", bad)
+                    let response = try await other.postForm(tampered, from: h.appleOrigin)
+                    #expect(response.status == 400, "state \(bad) answered \(response.status)")
+                    #expect(response.code == "state_invalid")
+                }
+                var missing = form
+                missing.set("state", nil)
+                #expect(try await other.postForm(missing, from: h.appleOrigin).code == "state_invalid")
             }
-            var missing = form
-            missing.set("state", nil)
-            #expect(try await browser.postForm(missing, from: h.appleOrigin).code == "state_invalid")
             #expect(h.emulator.calls(to: .token).isEmpty)
             #expect(try await browser.postForm(form, from: h.appleOrigin).status == 303)
 
@@ -255,7 +313,8 @@ struct WebFlowTests {
             let back = try await browser.postForm(form, from: h.appleOrigin)
             #expect(back.status == 303)
             #expect(back.header("Location") == "/account?from=menu&error=user_cancelled_authorize")
-            #expect(back.header("Set-Cookie") == nil)
+            #expect(!back.setsCookie("orchard_session"))
+            #expect(back.clearsCookie("orchard_web_state"))
             #expect(try await h.accounts.listAccounts().isEmpty)
             #expect(h.emulator.calls(to: .token).isEmpty)
             #expect(try await browser.postForm(form, from: h.appleOrigin).code == "state_invalid")
@@ -292,8 +351,9 @@ struct WebFlowTests {
 
             var badUser = try await Self.appleForm(h, browser)
             badUser.set("user", "{not json")
-            #expect(try await browser.postForm(badUser, from: h.appleOrigin).code == "invalid_request")
-            #expect(try await browser.postForm(badUser.withUser(nil), from: h.appleOrigin).status == 303)
+            let refused = try await browser.postForm(badUser, from: h.appleOrigin)
+            #expect(refused.code == "invalid_request")
+            #expect(refused.clearsCookie("orchard_web_state"), "every answer of the callback clears the flow's cookie")
         }
     }
 
@@ -304,7 +364,8 @@ struct WebFlowTests {
             let response = try await h.webSignIn(browser).response
             #expect(response.status == 401)
             #expect(response.code == "authorization_code_rejected")
-            #expect(response.header("Set-Cookie") == nil)
+            #expect(!response.setsCookie("orchard_session"))
+            #expect(response.clearsCookie("orchard_web_state"))
             #expect(try await h.accounts.listAccounts().isEmpty)
         }
     }

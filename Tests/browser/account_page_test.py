@@ -9,7 +9,10 @@ real. Then, through the account page:
   2. a second user signs in; their grant is revoked at the emulator; Orchard's refresh validation (every 2 s here)
      notices, and the next page load shows the signed-out state with the reason;
   3. a third user signs out; then a sign-in cancelled at Apple comes back with the cancellation shown;
-  4. a fourth user deletes their account while Apple's /auth/revoke fails: the outcome is 'pending'.
+  4. a fourth user deletes their account while Apple's /auth/revoke fails: the outcome is 'pending';
+  5. login CSRF: an attacker's kept form post (from a second browser profile, scripts off so Apple's page does not
+     post it) replayed from the victim's browser is refused with state_invalid and signs nobody in; the attacker's
+     own browser can still finish the flow.
 
 A screenshot of each state is saved under --out (test-output/browser/ by default).
 
@@ -22,6 +25,7 @@ Usage: python3 Tests/browser/account_page_test.py [--orchard .build/debug/orchar
 
 import argparse
 import base64
+import html
 import json
 import os
 import queue
@@ -359,7 +363,46 @@ def flow_deletion_while_apple_is_down(c):
     c.no_console_errors()
 
 
-def make_driver(binary):
+def flow_login_csrf(c, binary):
+    print("Flow 5: login CSRF: an attacker's kept form post, replayed from the victim's browser, signs nobody in",
+          flush=True)
+    c.s.set_web_user("mallory@example.com", "Mallory", "Attacker")
+    # The attacker's own browser profile, with scripts off, so that Apple's page does not post its form by itself.
+    attacker = make_driver(binary, javascript=False)
+    try:
+        attacker.get(c.s.orchard + "/v1/auth/apple/authorize?return_to=/account")
+        c.wait(lambda: attacker.current_url.startswith(c.s.apple), "the attacker's browser on Apple's page")
+        from selenium.webdriver.common.by import By
+        form = attacker.find_element(By.ID, "apple-form")
+        fields = {field.get_attribute("name"): field.get_attribute("value")
+                  for field in form.find_elements(By.CSS_SELECTOR, "input[type=hidden]")}
+        c.expect({"code", "id_token", "state"} <= set(fields), f"Apple's form holds {sorted(fields)}")
+
+        # The attacker's page, opened in the victim's browser (c.d, a profile of its own), posts the kept form.
+        page = os.path.join(c.out, "attacker-page.html")
+        inputs = "".join(f'<input type="hidden" name="{html.escape(name)}" value="{html.escape(value)}">' for name, value in fields.items())
+        with open(page, "w") as handle:
+            handle.write(f'<!DOCTYPE html><html><body><form id="f" method="post" action="{html.escape(form.get_attribute("action"))}">'
+                         f'{inputs}</form><script>document.getElementById("f").submit();</script></body></html>')
+        c.d.get("file://" + page)
+        c.wait(lambda: c.d.current_url.startswith(c.s.orchard + "/v1/auth/apple/callback"), "the replayed post's answer")
+        body = c.d.find_element(By.TAG_NAME, "body").text
+        c.expect("state_invalid" in body, f"the replayed post answered {body!r}")
+        c.expect(c.d.get_cookie("orchard_session") is None, "the victim's browser was signed in by the replayed post")
+        c.shot("10-login-csrf-refused", "an attacker's kept form post replayed from the victim's browser: 400 state_invalid")
+        c.open_account_page()
+        c.expect(c.state() == "signed-out", "the victim's account page shows someone signed in")
+
+        # Refused for its cookie, the state is not used up: the browser that started the flow can still finish it.
+        attacker.find_element(By.CSS_SELECTOR, "#apple-form button").click()
+        c.wait(lambda: attacker.current_url.startswith(c.s.orchard + "/account"), "the attacker's own sign-in")
+        c.expect(attacker.get_cookie("orchard_session") is not None, "the flow's own browser could not finish it")
+        c.step("the flow's own browser completes it: the state was not used up by the refused replay")
+    finally:
+        attacker.quit()
+
+
+def make_driver(binary, javascript=True):
     from selenium import webdriver
     from selenium.webdriver.chrome.options import Options
     from selenium.webdriver.chrome.service import Service
@@ -371,6 +414,8 @@ def make_driver(binary):
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         options.add_argument("--no-sandbox")  # Chromium refuses to run as root with its sandbox
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    if not javascript:
+        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
@@ -403,6 +448,8 @@ def main():
             flow_revoked_at_apple(check)
             flow_sign_out_and_cancel(check)
             flow_deletion_while_apple_is_down(check)
+            driver.delete_all_cookies()
+            flow_login_csrf(check, binary)
         except Exception as error:
             failure = os.path.join(args.out, "failure.png")
             try:

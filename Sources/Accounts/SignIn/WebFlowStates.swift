@@ -5,14 +5,21 @@ import Foundation
 /// The web flow's `state`: made when the browser leaves for Apple, taken (once) when Apple posts back.
 ///
 /// Apple's form post is cross-site, so the browser sends no `SameSite=Lax` cookie with it; the state is therefore kept
-/// server side, found by its SHA-256 alone, and removed by the first post that presents it. It carries the raw nonce
-/// (sealed under the vault, bound to the state) and the path to return to. A state lives as long as a nonce.
+/// server side and removed by the first post that presents it. It carries the raw nonce (sealed under the vault, bound
+/// to the state) and the path to return to. A state lives as long as a nonce.
+///
+/// Each state is bound to the browser that started the flow by a second random value, the binder, which that browser
+/// keeps in a cookie and posts back with the state. The row is keyed by the SHA-256 of the two together, so only a
+/// hash of the binder is stored, and a post with a missing or foreign binder finds no row: it is refused without using
+/// up the state (the flow's own browser can still complete it), and an attacker's kept form post replayed from a
+/// victim's browser is refused (login CSRF).
 public struct WebFlowStates: Sendable {
     let store: any WebFlowStateStore
     let vault: TokenVault
     let clock: any WallClock
     let random: any RandomSource
-    let lifetime: Duration
+    /// How long a state may be posted back.
+    public let lifetime: Duration
 
     /// Creates the states over their store.
     ///
@@ -36,14 +43,13 @@ public struct WebFlowStates: Sendable {
     /// - Parameters:
     ///   - nonce: The nonce issued for it (``Accounts/issueNonce()``).
     ///   - returnTo: The path on this site to return to, already checked by the caller.
-    /// - Returns: The state to send to Apple (256 random bits, base64url).
+    /// - Returns: The state to send to Apple and the binder for the browser's cookie (256 random bits each,
+    ///   base64url).
     /// - Throws: `storage_unavailable`.
-    public func begin(nonce: IssuedNonce, returnTo: String) async throws(AccountsError) -> String {
-        let state = Data(random.bytes(32)).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-        let hash = Self.hash(state)
+    public func begin(nonce: IssuedNonce, returnTo: String) async throws(AccountsError) -> (state: String, binder: String) {
+        let state = randomToken()
+        let binder = randomToken()
+        let hash = Self.hash(state, binder: binder)
         let now = clock.now()
         do {
             let record = WebFlowStateRecord(
@@ -56,26 +62,35 @@ public struct WebFlowStates: Sendable {
         } catch {
             throw AccountsError.storage(error)
         }
-        return state
+        return (state, binder)
     }
 
-    /// Takes the state Apple posted back: it cannot be used again, whatever happens next.
+    /// Takes the state Apple posted back, with the binder the browser's cookie holds: it cannot be used again,
+    /// whatever happens next.
     ///
     /// - Throws: `state_invalid` for a state that is missing, malformed, unknown (never issued, or tampered with),
-    ///   already taken, or expired; `storage_unavailable`.
-    public func take(_ state: String?) async throws(AccountsError) -> PendingWebFlow {
+    ///   already taken, or expired, or posted without its browser's binder; `storage_unavailable`.
+    public func take(_ state: String?, binder: String?) async throws(AccountsError) -> PendingWebFlow {
         guard let state, !state.isEmpty else { throw AccountsError(.stateInvalid, "Apple's post carries no state") }
         guard state.utf8.count <= 256, state.utf8.allSatisfy(Self.isBase64URL) else {
             throw AccountsError(.stateInvalid, "the state is not one Orchard issued")
         }
-        let hash = Self.hash(state)
+        guard let binder, !binder.isEmpty else {
+            throw AccountsError(.stateInvalid, "the post came without the cookie of the browser that started the flow")
+        }
+        guard binder.utf8.count <= 256, binder.utf8.allSatisfy(Self.isBase64URL) else {
+            throw AccountsError(.stateInvalid, "the flow's cookie is not one Orchard set")
+        }
+        let hash = Self.hash(state, binder: binder)
         let record: WebFlowStateRecord?
         do {
             record = try await store.takeWebFlowState(hash: hash)
         } catch {
             throw AccountsError.storage(error)
         }
-        guard let record else { throw AccountsError(.stateInvalid, "the state is unknown or was already used") }
+        guard let record else {
+            throw AccountsError(.stateInvalid, "the state is unknown, was already used, or belongs to another browser")
+        }
         guard record.expiresAt > clock.now() else { throw AccountsError(.stateInvalid, "the state has expired") }
         let nonce: Redacted<String>
         do {
@@ -86,9 +101,17 @@ public struct WebFlowStates: Sendable {
         return PendingWebFlow(nonce: nonce.value, returnTo: record.returnTo)
     }
 
-    /// SHA-256 of the state, lowercase hex: the stored key.
-    static func hash(_ state: String) -> String {
-        SHA256.hash(data: Data(state.utf8)).hexString
+    /// SHA-256 of the state and its binder, lowercase hex: the stored key.
+    static func hash(_ state: String, binder: String) -> String {
+        SHA256.hash(data: Data("\(state).\(binder)".utf8)).hexString
+    }
+
+    /// 256 random bits, base64url without padding.
+    private func randomToken() -> String {
+        Data(random.bytes(32)).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 
     /// Binds the sealed nonce to its state.

@@ -30,13 +30,32 @@ extension WebFlowController {
         var email: String?
     }
 
-    /// Takes the state (single use), then either returns to `return_to?error=CODE` (Apple reported a failure, nothing
-    /// stored) or signs the user in and returns to `return_to` with the session cookie.
+    /// Takes the state (single use, and only with the `orchard_web_state` cookie of the browser that started the
+    /// flow), then either returns to `return_to?error=CODE` (Apple reported a failure, nothing stored) or signs the
+    /// user in and returns to `return_to` with the session cookie. Every answer clears the binder cookie.
     @Sendable func callback(_ request: Request, context: Context) async throws -> Response {
+        do {
+            var response = try await completeFlow(request, context: context)
+            response.headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
+            return response
+        } catch var problem as OrchardProblem {
+            problem.headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
+            throw problem
+        } catch let error as AccountsError {
+            if error.code == .internalError {
+                context.logger.error("internal error", metadata: ["error.reason": "\(error.reason)"])
+            }
+            var problem = OrchardProblem(error)
+            problem.headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
+            throw problem
+        }
+    }
+
+    private func completeFlow(_ request: Request, context: Context) async throws -> Response {
         guard let redirectURI, let webClientID else { throw OrchardProblem.webFlowDisabled }
         let form = try await Self.readForm(request)
         let user = try form.user.flatMap(Self.firstAuthorizationUser)
-        let pending = try await states.take(form.state)
+        let pending = try await states.take(form.state, binder: WebStateCookie.binder(in: request.headers))
         let returnTo = ReturnPath(validating: pending.returnTo) ?? .defaultPath
 
         if let error = form.error, !error.isEmpty {

@@ -63,7 +63,7 @@ public struct WebFlowController<Context: RequestContext>: Sendable {
             returnTo = .defaultPath
         }
         let nonce = try await accounts.issueNonce()
-        let state = try await states.begin(nonce: nonce, returnTo: returnTo.path)
+        let (state, binder) = try await states.begin(nonce: nonce, returnTo: returnTo.path)
         let query: [(String, String)] = [
             ("response_type", "code id_token"),
             ("response_mode", "form_post"),
@@ -77,7 +77,9 @@ public struct WebFlowController<Context: RequestContext>: Sendable {
         while base.hasSuffix("/") { base.removeLast() }
         let location = base + "/auth/authorize?" + query.map { "\($0)=\(Self.formEncode($1))" }.joined(separator: "&")
         context.logger.debug("web flow: sending the browser to Apple", metadata: ["web_flow.return_to": "\(returnTo.path)"])
-        return Response(status: .found, headers: [.location: location, .cacheControl: "no-store"])
+        var headers: HTTPFields = [.location: location, .cacheControl: "no-store"]
+        headers.append(HTTPField(name: .setCookie, value: WebStateCookie.setCookie(binder: binder, lifetime: states.lifetime)))
+        return Response(status: .found, headers: headers)
     }
 
     /// Percent-encodes everything but RFC 3986's unreserved characters (a space becomes `%20`).
