@@ -15,9 +15,10 @@ struct AppleHTTPExchange {
     /// The body Apple answered with.
     let body: Data
 
-    /// Sends `request` and reads the answer within `timeout`.
+    /// Sends `request` and reads the whole answer, body included, within `timeout`; redirects are not followed.
     /// - Throws: ``AppleIDError/Code-swift.enum/appleUnavailable`` when Apple cannot be reached, the deadline passes,
-    ///   or the body cannot be read.
+    ///   the body cannot be read, or Apple answers with a redirect (a 3xx is never followed: a form carrying a client
+    ///   secret or a refresh token is not resent elsewhere).
     static func perform(
         _ request: HTTPClientRequest,
         httpClient: HTTPClient,
@@ -25,17 +26,26 @@ struct AppleHTTPExchange {
         logger: Logger
     ) async throws(AppleIDError) -> AppleHTTPExchange {
         let deadline = NIODeadline.now() + timeout.timeAmount
+        let exchange: AppleHTTPExchange
         do {
-            let response = try await httpClient.execute(request, deadline: deadline, logger: logger)
-            let body = try await response.body.collect(upTo: maximumBodyBytes)
-            return AppleHTTPExchange(status: Int(response.status.code), body: Data(buffer: body))
+            exchange = try await withDeadline(timeout) {
+                let response = try await httpClient.execute(request, deadline: deadline, logger: logger)
+                let body = try await response.body.collect(upTo: maximumBodyBytes)
+                return AppleHTTPExchange(status: Int(response.status.code), body: Data(buffer: body))
+            }
         } catch let error as HTTPClientError where error == .deadlineExceeded {
             throw .appleUnavailable("Apple did not answer within \(timeout)")
+        } catch is DeadlineExceeded {
+            throw .appleUnavailable("Apple's answer did not arrive whole within \(timeout)")
         } catch is CancellationError {
             throw .appleUnavailable("the request to Apple was cancelled")
         } catch {
             throw .appleUnavailable("Apple could not be reached (\(Self.describe(error)))")
         }
+        if (300..<400).contains(exchange.status) {
+            throw .appleUnavailable("Apple answered HTTP \(exchange.status), a redirect, which Orchard does not follow")
+        }
+        return exchange
     }
 
     /// A short description of a transport error that carries no request content.

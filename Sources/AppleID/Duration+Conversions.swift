@@ -1,5 +1,5 @@
 import Foundation
-import NIOCore
+public import NIOCore
 
 /// Conversions of Swift's `Duration` to the time types of Foundation and NIO.
 extension Duration {
@@ -10,7 +10,7 @@ extension Duration {
     }
 
     /// The duration as a NIO `TimeAmount` (for AsyncHTTPClient deadlines).
-    var timeAmount: TimeAmount {
+    public var timeAmount: TimeAmount {
         let (seconds, attoseconds) = components
         return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }

@@ -130,7 +130,13 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
                 "apple_emulator.error": "\(result.error ?? "")",
             ]
         )
-        return result.response
+        var response = result.response
+        if (300..<400).contains(result.status) {
+            // An injected redirect points back at the same endpoint: a client that followed it would be answered there
+            // (and the call log would show the second call).
+            response.headers[.location] = endpoint.path
+        }
+        return response
     }
 
     /// Holds an injected timeout; true when the whole hold passed, false when the server shut down first.

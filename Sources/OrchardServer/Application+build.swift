@@ -95,7 +95,7 @@ func backgroundJobs(accounts: Accounts, store: SQLAccountStore, dependencies: Or
             WebhookHandler(
                 store: store,
                 signer: WebhookSigner(secret: secret),
-                transport: HTTPWebhookTransport(client: dependencies.httpClient),
+                transport: HTTPWebhookTransport(client: dependencies.httpClient, deadline: dependencies.configuration.webhookDeadline),
                 clock: dependencies.clock,
                 random: dependencies.random,
                 configuration: dependencies.configuration.accounts,

@@ -91,7 +91,7 @@ public final class OrchardHarness: Sendable {
     public static func start(configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in }) async throws -> OrchardHarness {
         let clock = TestWallClock(Date())
         let clientKey = AppleEmulatorConfiguration.makeClientKey()
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let http = HTTPClient.makeOrchardClient()
         let emulator = try AppleEmulator(
             configuration: AppleEmulatorConfiguration(
                 teamID: "TEAMID1234",

@@ -26,7 +26,7 @@ struct Demo {
             handler.logLevel = .error
             return handler
         }
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let http = HTTPClient.makeOrchardClient()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-demo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let databasePath = directory.appendingPathComponent("orchard.sqlite").path

@@ -71,7 +71,7 @@ struct TokenInspectCommand: AsyncParsableCommand {
                 throw ValidationError("\(jwks) is not a JWKS document: \(error.reason)")
             }
         } else {
-            let client = HTTPClient(eventLoopGroupProvider: .singleton)
+            let client = HTTPClient.makeOrchardClient()
             httpClient = client
             source = HTTPAppleKeySource(baseURL: configuration.appleBaseURL, httpClient: client, timeout: .seconds(10), logger: logger)
         }

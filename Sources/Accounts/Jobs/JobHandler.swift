@@ -34,9 +34,15 @@ public protocol JobHandler: Sendable {
     /// Jobs of one batch with the same key run one after the other, in claim order; jobs with different keys (or none)
     /// run concurrently, up to ``concurrency``. `nil` by default.
     func orderingKey(for job: Job) -> String?
+    /// How many passes may run at once (1 by default: a pass starts when the previous one ended). More lets jobs
+    /// that became due meanwhile start while a slow job of an earlier pass is still waiting on its peer; only for
+    /// kinds whose jobs need no order between passes.
+    var passesInFlight: Int { get }
 }
 
 extension JobHandler {
     /// No ordering between the jobs of a batch beyond ``concurrency``.
     public func orderingKey(for job: Job) -> String? { nil }
+    /// One pass at a time.
+    public var passesInFlight: Int { 1 }
 }

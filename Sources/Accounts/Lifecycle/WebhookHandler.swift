@@ -39,6 +39,9 @@ public struct WebhookHandler: JobHandler {
     public var batchSize: Int { 32 }
     /// Every delivery of a batch at once.
     public var concurrency: Int { batchSize }
+    /// Up to 8 passes at once: a receiver that stalls until the deadline holds only its own attempts (and the record of
+    /// its batch), while the deliveries of later events go out in passes of their own.
+    public var passesInFlight: Int { 8 }
 
     /// Creates the handler; `metrics` (for `orchard_webhooks_total`) defaults to the process's factory.
     public init(

@@ -68,6 +68,9 @@ public struct OrchardConfiguration: Sendable {
     public var trustedProxies: [IPAddressRange] = []
     /// Clock skew allowed on `exp` and `iat`.
     public var clockLeeway: Duration = .seconds(60)
+    /// The deadline of one webhook attempt, the whole exchange: 10 seconds, as the contract fixes it (no setting reads
+    /// it; tests shorten it so that a stalled receiver's attempt ends quickly).
+    public var webhookDeadline: Duration = .seconds(10)
     /// The swift-log level.
     public var logLevel = Logger.Level.info
 

@@ -1,5 +1,5 @@
 import Accounts
-public import Foundation
+import Foundation
 public import HTTPTypes
 
 /// The web flow's binder cookie, `orchard_web_state`: a fresh random value set by `GET /v1/auth/apple/authorize`,

@@ -1,15 +1,26 @@
 public import Accounts
+import AppleID
 public import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
-/// Sends webhook attempts over the shared `HTTPClient`, each with a 10-second deadline.
+/// Sends webhook attempts over the shared `HTTPClient` (which follows no redirect), each bounded by one deadline for
+/// the whole exchange.
+///
+/// A receiver's status line decides its attempt: once it has arrived, the body is read (and dropped) only for what is
+/// left of the deadline, so a receiver that sends its headers and then stalls holds this attempt for at most the
+/// deadline and never the worker. A receiver that does not send its headers in time fails the attempt.
 public struct HTTPWebhookTransport: WebhookTransport {
     let client: HTTPClient
+    let deadline: Duration
 
     /// Creates the transport.
-    public init(client: HTTPClient) {
+    ///
+    /// - Parameter deadline: The whole exchange's deadline: 10 seconds, as the contract fixes it.
+    public init(client: HTTPClient, deadline: Duration = .seconds(10)) {
         self.client = client
+        self.deadline = deadline
     }
 
     /// POSTs one attempt and returns the status.
@@ -18,8 +29,24 @@ public struct HTTPWebhookTransport: WebhookTransport {
         request.method = .POST
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         request.body = .bytes(ByteBuffer(string: body))
-        let response = try await client.execute(request, timeout: .seconds(10))
-        _ = try? await response.body.collect(upTo: 64 * 1024)
-        return Int(response.status.code)
+        let status = Mutex<Int?>(nil)
+        let prepared = request
+        let client = self.client
+        let deadline = self.deadline
+        do {
+            return try await withDeadline(deadline) {
+                let response = try await client.execute(prepared, deadline: .now() + deadline.timeAmount)
+                let code = Int(response.status.code)
+                status.withLock { $0 = code }
+                _ = try? await response.body.collect(upTo: 64 * 1024)
+                return code
+            }
+        } catch is DeadlineExceeded {
+            // The status line came in time: it decides, whatever the body did.
+            if let code = status.withLock({ $0 }) { return code }
+            throw DeadlineExceeded()
+        } catch let error as HTTPClientError where error == .deadlineExceeded {
+            throw DeadlineExceeded()
+        }
     }
 }

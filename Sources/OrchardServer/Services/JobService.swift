@@ -1,6 +1,7 @@
 public import Accounts
 public import Logging
 public import ServiceLifecycle
+import Synchronization
 
 /// Runs every registered job handler on the job engine, until graceful shutdown.
 ///
@@ -35,6 +36,11 @@ public struct JobService: Service {
     }
 
     /// One handler's loop: passes on start-up, on each wake-up and each 1-second tick.
+    /// Passes until one claims less than a full batch.
+    private func drain(_ handler: some JobHandler, logger: Logger) async {
+        while await engine.runPass(handler, logger: logger) >= handler.batchSize, !Task.isShuttingDownGracefully, !Task.isCancelled {}
+    }
+
     private func loop(_ handler: some JobHandler) async {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(handler.kind)"
@@ -53,12 +59,32 @@ public struct JobService: Service {
                     signal.yield()
                 }
             }
+            let inFlight = PassCount()
             for await _ in signals.cancelOnGracefulShutdown() {
-                while await engine.runPass(handler, logger: passLogger) >= handler.batchSize,
-                    !Task.isShuttingDownGracefully, !Task.isCancelled
-                {}
+                guard handler.passesInFlight > 1 else {
+                    await drain(handler, logger: passLogger)
+                    continue
+                }
+                // Overlapping passes: start one unless the limit runs; each that ends signals, so due work that
+                // arrived while all were busy is claimed then.
+                let started = inFlight.count.withLock { count in
+                    guard count < handler.passesInFlight else { return false }
+                    count += 1
+                    return true
+                }
+                guard started else { continue }
+                group.addTask {
+                    await drain(handler, logger: passLogger)
+                    inFlight.count.withLock { $0 -= 1 }
+                    signal.yield()
+                }
             }
             group.cancelAll()
         }
     }
+}
+
+/// How many passes of one kind run at once.
+private final class PassCount: Sendable {
+    let count = Mutex(0)
 }
