@@ -56,7 +56,7 @@ struct DeletionTests {
                 #expect(after["reason"] == "account_deleted")
             }
             #expect(try await h.accounts.listAccounts().isEmpty)
-            #expect(try await Self.count(h, "SELECT COUNT(*) AS n FROM revocations") == 0)
+            #expect(await eventually(timeout: 15) { (try? await Self.count(h, "SELECT COUNT(*) AS n FROM revocations")) == 0 })
             #expect(
                 try await Self.count(h, "SELECT COUNT(*) AS n FROM audit_events WHERE event = 'account.deleted' AND reason = 'user_request'") == 1
             )
@@ -195,6 +195,42 @@ struct DeletionTests {
             #expect(again.status == 401)
             #expect(try await h.request(.DELETE, "/v1/account").code == "session_invalid")
             #expect(h.emulator.calls(to: .revoke).count == 1)
+        }
+    }
+
+    @Test("a sign-in that finds its account deleted meanwhile fails cleanly: no session, no account, Apple's new grant revoked")
+    func signInRacingDeletion() async throws {
+        try await OrchardHarness.with { h in
+            let user = h.emulator.makeUser()
+            let token = try await Self.signUp(h, user)
+            let before = Set(h.emulator.issuedTokens(sub: user.sub))
+            // Apple takes 2 s to answer: the deletion commits while the second sign-in's code exchange is under way.
+            h.emulator.setLatency(.seconds(2))
+            async let racing = h.signIn(user)
+            #expect(await eventually { h.emulator.calls(to: .token).count == 2 })
+            let deleted = try await h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(deleted.status == 200)
+
+            let refused = try await racing.response
+            #expect(refused.status == 401)
+            #expect(refused.code == "authorization_code_rejected")
+            #expect(try await h.accounts.listAccounts().isEmpty)
+            // Only the deleted account's own session row is left (ended, for session_revoked account_deleted).
+            #expect(try await Self.count(h, "SELECT COUNT(*) AS n FROM sessions") == 1)
+            // The grant Apple gave the refused sign-in is revoked in the background, besides the deleted account's.
+            let fresh = Set(h.emulator.issuedTokens(sub: user.sub)).subtracting(before)
+            #expect(!fresh.isEmpty)
+            #expect(
+                await eventually(timeout: 15) { !fresh.isDisjoint(with: h.emulator.calls(to: .revoke).compactMap(\.token)) },
+                "the refused sign-in's refresh token was never revoked"
+            )
+            #expect(await eventually(timeout: 15) { (try? await Self.count(h, "SELECT COUNT(*) AS n FROM revocations")) == 0 })
+
+            // Signing in again afterwards makes a new account.
+            h.emulator.setLatency(.zero)
+            let again = try await h.signIn(user).response
+            #expect(again.status == 200)
+            #expect(again.json["is_new_account"] as? Bool == true)
         }
     }
 }

@@ -1,4 +1,5 @@
 import Accounts
+import AppleID
 import Foundation
 import Logging
 import OrchardTesting
@@ -80,17 +81,19 @@ import Testing
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let first = account(id: "acct_1", subjectHash: "same", at: now)
-            try await store.recordSignIn(
+            _ = try await store.recordSignIn(
                 account: first,
                 isNew: true,
-                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60))
+                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                revocationIfGone: nil
             )
             let second = account(id: "acct_2", subjectHash: "same", at: now)
             await #expect(throws: StoreError.conflict) {
-                try await store.recordSignIn(
+                _ = try await store.recordSignIn(
                     account: second,
                     isNew: true,
-                    session: SessionRecord(tokenHash: "t2", accountID: "acct_2", createdAt: now, expiresAt: now.addingTimeInterval(60))
+                    session: SessionRecord(tokenHash: "t2", accountID: "acct_2", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                    revocationIfGone: nil
                 )
             }
             #expect(try await store.session(tokenHash: "t2") == nil)
@@ -101,14 +104,44 @@ import Testing
         }
     }
 
+    @Test("a returning sign-in into an account deleted meanwhile stores no session and queues the new grant's revocation", arguments: Self.backends)
+    func signInIntoDeletedAccount(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let now = Date(timeIntervalSince1970: 1_790_000_000)
+            let gone = account(id: "acct_gone", subjectHash: "g", at: now)
+            let job = RevocationJob(
+                id: "rev_fresh",
+                clientID: "com.example.app",
+                sealedToken: "sealed",
+                hint: .refreshToken,
+                attempts: 0,
+                nextAttemptAt: now,
+                leaseUntil: nil,
+                lastError: nil,
+                createdAt: now
+            )
+            let recorded = try await store.recordSignIn(
+                account: gone,
+                isNew: false,
+                session: SessionRecord(tokenHash: "t9", accountID: "acct_gone", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                revocationIfGone: job
+            )
+            #expect(!recorded)
+            #expect(try await store.session(tokenHash: "t9") == nil)
+            #expect(try await store.account(id: "acct_gone") == nil)
+            #expect(try await store.pendingRevocations(limit: 10).map(\.id) == ["rev_fresh"])
+        }
+    }
+
     @Test("a session ends once, with its reason", arguments: Self.backends)
     func sessions(_ backend: TestDatabase.Backend) async throws {
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
-            try await store.recordSignIn(
+            _ = try await store.recordSignIn(
                 account: account(id: "acct_1", subjectHash: "s", at: now),
                 isNew: true,
-                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60))
+                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                revocationIfGone: nil
             )
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
             #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, at: now) == false)

@@ -30,6 +30,14 @@ extension Accounts {
             throw Self.mapApple(error)
         }
         try await consumeNonce(claim: claims.nonce, raw: request.nonce)
+        // Read before the exchange: a deletion that commits while Apple answers is then seen by the write below, which
+        // refuses to record a sign-in into an account that no longer exists.
+        let existing: AccountRecord?
+        do {
+            existing = try await store.account(subjectHashes: vault.subjectHashCandidates(claims.sub))
+        } catch {
+            throw AccountsError.storage(error)
+        }
 
         let tokens: AppleTokenResponse
         do {
@@ -59,11 +67,14 @@ extension Accounts {
         let emailSource = claims.email != nil ? claims : exchanged
 
         do {
-            return try await storeSignIn(claims: claims, emailSource: emailSource, tokens: tokens, request: request)
+            return try await storeSignIn(existing: existing, claims: claims, emailSource: emailSource, tokens: tokens, request: request)
         } catch let error as StoreError where error == .conflict {
             // Two first sign-ins of one user raced; the other created the account, so this one is a returning sign-in.
             do {
-                return try await storeSignIn(claims: claims, emailSource: emailSource, tokens: tokens, request: request)
+                let created = try await store.account(subjectHashes: vault.subjectHashCandidates(claims.sub))
+                return try await storeSignIn(existing: created, claims: claims, emailSource: emailSource, tokens: tokens, request: request)
+            } catch let error as AccountsError {
+                throw error
             } catch {
                 throw AccountsError.storage(error)
             }
@@ -95,13 +106,13 @@ extension Accounts {
     }
 
     private func storeSignIn(
+        existing: AccountRecord?,
         claims: AppleIdentityClaims,
         emailSource: AppleIdentityClaims?,
         tokens: AppleTokenResponse,
         request: SignInRequest
     ) async throws -> SignInResult {
         let now = clock.now()
-        let existing = try await store.account(subjectHashes: vault.subjectHashCandidates(claims.sub))
         let isNew = existing == nil
         let id = existing?.id ?? "acct_" + Data(random.bytes(16)).hexString
         func seal(_ value: String, _ field: String) throws -> String {
@@ -158,7 +169,31 @@ extension Accounts {
             createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.sessionTTL.seconds)
         )
-        try await store.recordSignIn(account: record, isNew: isNew, session: session)
+        // If the account is deleted before this write, the grant Apple just gave goes to the revocation outbox instead:
+        // nothing of the sign-in is stored, and the fresh token does not outlive the account it was meant for.
+        let fresh = tokens.refreshToken.map { ($0, TokenTypeHint.refreshToken) } ?? tokens.accessToken.map { ($0, .accessToken) }
+        let revocation = try fresh.map { token, hint in
+            let jobID = randomID("rev_")
+            return RevocationJob(
+                id: jobID,
+                clientID: claims.aud,
+                sealedToken: try vault.seal(token.value, context: Self.revocationContext(jobID)),
+                hint: hint,
+                attempts: 0,
+                nextAttemptAt: now,
+                leaseUntil: nil,
+                lastError: nil,
+                createdAt: now
+            )
+        }
+        let recorded = try await store.recordSignIn(account: record, isNew: isNew, session: session, revocationIfGone: revocation)
+        guard recorded else {
+            wakeups.notify(.revocations)
+            throw AccountsError(
+                .authorizationCodeRejected,
+                "the account was deleted while this sign-in was under way; nothing was stored and Apple's new grant is revoked"
+            )
+        }
         return SignInResult(
             sessionToken: Redacted(token),
             sessionExpiresAt: session.expiresAt,

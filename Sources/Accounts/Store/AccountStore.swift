@@ -26,8 +26,11 @@ public protocol AccountStore: Sendable {
     func accounts(limit: Int, afterID: String?) async throws -> [AccountRecord]
     /// Creates (`isNew`) or updates the account and adds the session, in one transaction.
     ///
+    /// Returns `false` when the account to update no longer exists (deleted meanwhile): then nothing of the sign-in is
+    /// written, and `revocationIfGone` (the grant Apple gave this sign-in) is added to the revocation outbox instead,
+    /// in the same transaction.
     /// - Throws: ``StoreError/conflict`` when `isNew` and another account with the same subject hash appeared meanwhile.
-    func recordSignIn(account: AccountRecord, isNew: Bool, session: SessionRecord) async throws
+    func recordSignIn(account: AccountRecord, isNew: Bool, session: SessionRecord, revocationIfGone: RevocationJob?) async throws -> Bool
     /// The session with this token hash, and its account unless that was deleted: one indexed read.
     func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)?
     /// Ends a live session; `false` when there was no live session with that hash.

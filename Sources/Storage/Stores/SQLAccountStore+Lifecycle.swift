@@ -44,15 +44,7 @@ extension SQLAccountStore: LifecycleStore {
                     """
                 ).run()
                 if let job = revocation {
-                    try await db.raw(
-                        """
-                        INSERT INTO revocations (id, client_id, sealed_token, token_type_hint, attempts, next_attempt_at, lease_until,
-                            last_error, created_at)
-                        VALUES (\(bind: job.id), \(bind: job.clientID), \(bind: job.sealedToken), \(bind: job.hint.rawValue),
-                            \(bind: job.attempts), \(bind: job.nextAttemptAt.milliseconds), \(bind: job.leaseUntil?.milliseconds),
-                            NULL, \(bind: job.createdAt.milliseconds))
-                        """
-                    ).run()
+                    try await Self.insertRevocation(job, on: db)
                 }
             case .setEmailForwarding(let forwarding):
                 let updated = try await db.raw(
@@ -95,5 +87,20 @@ extension SQLAccountStore: LifecycleStore {
             try await database.purgeDeletedData()
         }
         return applied
+    }
+}
+
+extension SQLAccountStore {
+    /// Adds a revocation to the outbox (inside the caller's transaction).
+    static func insertRevocation(_ job: RevocationJob, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO revocations (id, client_id, sealed_token, token_type_hint, attempts, next_attempt_at, lease_until,
+                last_error, created_at)
+            VALUES (\(bind: job.id), \(bind: job.clientID), \(bind: job.sealedToken), \(bind: job.hint.rawValue),
+                \(bind: job.attempts), \(bind: job.nextAttemptAt.milliseconds), \(bind: job.leaseUntil?.milliseconds),
+                NULL, \(bind: job.createdAt.milliseconds))
+            """
+        ).run()
     }
 }

@@ -102,7 +102,12 @@ public struct SQLAccountStore: AccountStore {
     }
 
     /// Creates or updates the account and adds the session in one transaction.
-    public func recordSignIn(account: AccountRecord, isNew: Bool, session: SessionRecord) async throws {
+    public func recordSignIn(
+        account: AccountRecord,
+        isNew: Bool,
+        session: SessionRecord,
+        revocationIfGone: RevocationJob?
+    ) async throws -> Bool {
         try await database.transaction { db in
             if isNew {
                 let inserted = try await db.raw(
@@ -121,7 +126,7 @@ public struct SQLAccountStore: AccountStore {
                 ).all()
                 guard !inserted.isEmpty else { throw StoreError.conflict }
             } else {
-                try await db.raw(
+                let updated = try await db.raw(
                     """
                     UPDATE accounts SET subject_hash = \(bind: account.subjectHash), sealed_subject = \(bind: account.sealedSubject),
                         sealed_email = \(bind: account.sealedEmail), is_private_email = \(bind: account.isPrivateEmail ? 1 : 0),
@@ -134,8 +139,14 @@ public struct SQLAccountStore: AccountStore {
                         next_validation_at = \(bind: account.nextValidationAt?.milliseconds),
                         updated_at = \(bind: account.updatedAt.milliseconds)
                     WHERE id = \(bind: account.id)
+                    RETURNING id
                     """
-                ).run()
+                ).all()
+                guard !updated.isEmpty else {
+                    // Deleted meanwhile: no session for a gone account; the grant just given goes to be revoked.
+                    if let job = revocationIfGone { try await Self.insertRevocation(job, on: db) }
+                    return false
+                }
             }
             try await db.raw(
                 """
@@ -144,6 +155,7 @@ public struct SQLAccountStore: AccountStore {
                         \(bind: session.expiresAt.milliseconds))
                 """
             ).run()
+            return true
         }
     }
 
