@@ -5,6 +5,7 @@ public import Hummingbird
 import Logging
 import Metrics
 public import NIOCore
+import Prometheus
 import ServiceLifecycle
 public import Storage
 
@@ -21,10 +22,12 @@ public struct OrchardApplication: Sendable {
 /// - Parameters:
 ///   - dependencies: the real parts (or a test's).
 ///   - onServerRunning: called with the listening channel (tests and the demo read the bound port from it).
+///   - onMetricsServerRunning: the same for the metrics listener, when `ORCHARD_METRICS_PORT` is set.
 /// - Throws: ``ConfigurationError`` for a setting that cannot be used, or a storage error when migration fails.
 public func buildApplication(
     _ dependencies: OrchardDependencies,
-    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+    onMetricsServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> OrchardApplication {
     let configuration = dependencies.configuration
     let logger = dependencies.logger
@@ -69,16 +72,52 @@ public func buildApplication(
     SessionController(accounts: accounts).addRoutes(to: group, table: routes)
     AccountController(accounts: accounts).addRoutes(to: group, table: routes)
     NotificationController(accounts: accounts).addRoutes(to: group, table: routes)
-    OperationsController(accounts: accounts, registry: dependencies.registry).addRoutes(to: group, table: routes)
+    let metricsListener = configuration.metricsPort != nil
+    OperationsController(accounts: accounts, registry: dependencies.registry, servesMetrics: !metricsListener)
+        .addRoutes(to: group, table: routes)
 
     var application = Application(
         router: router,
+        server: try ServerTLS.serverBuilder(configuration),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orchard"),
         onServerRunning: onServerRunning,
         logger: logger
     )
     application.addServices(backgroundJobs(accounts: accounts, store: store, dependencies: dependencies))
+    if let metricsPort = configuration.metricsPort {
+        application.addServices(
+            metricsApplication(
+                host: configuration.metricsHost,
+                port: metricsPort,
+                registry: dependencies.registry,
+                onServerRunning: onMetricsServerRunning,
+                logger: logger
+            )
+        )
+    }
     return OrchardApplication(application: application, accounts: accounts)
+}
+
+/// The metrics listener (`ORCHARD_METRICS_PORT`): `GET /metrics` and nothing else, plain HTTP, on its own address, so
+/// that the public listener need not expose it.
+func metricsApplication(
+    host: String,
+    port: Int,
+    registry: PrometheusCollectorRegistry,
+    onServerRunning: @escaping @Sendable (any Channel) async -> Void,
+    logger: Logger
+) -> some Service {
+    let router = Router(context: OrchardRequestContext.self)
+    let routes = RouteTable()
+    router.middlewares.add(ProblemMiddleware(routes: routes))
+    router.get("metrics") { _, _ in OperationsController<OrchardRequestContext>.metricsResponse(registry) }
+    routes.add(.get, "/metrics")
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(host, port: port), serverName: "orchard-metrics"),
+        onServerRunning: onServerRunning,
+        logger: logger
+    )
 }
 
 /// The background jobs, one handler per kind, run by one ``JobService`` on the lifecycle's engine: the revocation

@@ -1,3 +1,4 @@
+import AppleIDEmulator
 import Foundation
 import OrchardTesting
 import Testing
@@ -51,6 +52,27 @@ struct CommandLineTests {
         let pem = try OrchardProcess.run(["serve"], environment: base)
         #expect(pem.status == 2)
         #expect(pem.standardError.contains("APPLE_PRIVATE_KEY_FILE"))
+        // The internet-facing settings.
+        for (setting, value) in [
+            ("ORCHARD_RATE_LIMIT_PER_MINUTE", "-1"), ("ORCHARD_TRUSTED_PROXIES", "10.0.0.0/8, proxy.example"),
+            ("ORCHARD_METRICS_PORT", "metrics"), ("ORCHARD_TLS_KEY_FILE", directory.file("tls-key.pem")),
+        ] {
+            let refused = try OrchardProcess.run(["serve"], environment: base.merging([setting: value]) { $1 })
+            #expect(refused.status == 2, "\(setting)=\(value)")
+            let named = setting == "ORCHARD_TLS_KEY_FILE" ? "ORCHARD_TLS_CERT_FILE" : setting
+            #expect(refused.standardError.contains(named), "\(refused.standardError)")
+        }
+        // A certificate file that is not one, with an otherwise usable configuration.
+        try AppleEmulatorConfiguration.makeClientKey().privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
+        try "not a certificate".write(toFile: directory.file("cert.pem"), atomically: true, encoding: .utf8)
+        let tls = try OrchardProcess.run(
+            ["serve"],
+            environment: base.merging([
+                "ORCHARD_TLS_CERT_FILE": directory.file("cert.pem"), "ORCHARD_TLS_KEY_FILE": directory.file("cert.pem"), "ORCHARD_PORT": "0",
+            ]) { $1 }
+        )
+        #expect(tls.status == 2)
+        #expect(tls.standardError.contains("ORCHARD_TLS_CERT_FILE"), "\(tls.standardError)")
     }
 
     @Test("a usage error exits 64")

@@ -55,6 +55,20 @@ extension OrchardConfiguration {
                 throw ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: error.reason)
             }
         }
+        config.tlsCertificateFile = settings.text("ORCHARD_TLS_CERT_FILE")
+        config.tlsKeyFile = settings.text("ORCHARD_TLS_KEY_FILE")
+        switch (config.tlsCertificateFile, config.tlsKeyFile) {
+        case (nil, nil), (.some, .some): break
+        case (.some, nil): throw ConfigurationError(setting: "ORCHARD_TLS_KEY_FILE", problem: "is required when ORCHARD_TLS_CERT_FILE is set")
+        case (nil, .some): throw ConfigurationError(setting: "ORCHARD_TLS_CERT_FILE", problem: "is required when ORCHARD_TLS_KEY_FILE is set")
+        }
+        config.metricsHost = settings.text("ORCHARD_METRICS_HOST") ?? config.metricsHost
+        if let port = settings.text("ORCHARD_METRICS_PORT") {
+            guard let value = Int(port), (0...65_535).contains(value) else {
+                throw ConfigurationError(setting: "ORCHARD_METRICS_PORT", problem: "must be a port number (0-65535)")
+            }
+            config.metricsPort = value
+        }
         config.databasePoolSize = try settings.integer("ORCHARD_DATABASE_POOL_SIZE", in: 1...1000) ?? config.databasePoolSize
         config.databaseCAFile = settings.text("ORCHARD_DATABASE_CA_FILE")
         config.logLevel = try settings.logLevel() ?? config.logLevel

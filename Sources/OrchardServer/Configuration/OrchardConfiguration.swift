@@ -62,6 +62,14 @@ public struct OrchardConfiguration: Sendable {
     public var sessionTTL: Duration = .seconds(2_592_000)
     /// `ORCHARD_NONCE_LIFETIME`: how long an issued nonce, and a web-flow state, stays usable.
     public var nonceLifetime: Duration = .seconds(600)
+    /// `ORCHARD_TLS_CERT_FILE`: the PEM certificate chain; with ``tlsKeyFile``, `serve` speaks only HTTPS.
+    public var tlsCertificateFile: String?
+    /// `ORCHARD_TLS_KEY_FILE`: the PEM private key of ``tlsCertificateFile``.
+    public var tlsKeyFile: String?
+    /// `ORCHARD_METRICS_HOST`: where the metrics listener listens.
+    public var metricsHost = "127.0.0.1"
+    /// `ORCHARD_METRICS_PORT`: with it, `/metrics` is served on this second listener only.
+    public var metricsPort: Int?
     /// `ORCHARD_RATE_LIMIT_PER_MINUTE`: requests per minute per client address to the anonymous routes; 0 is off.
     public var rateLimitPerMinute = 120
     /// `ORCHARD_TRUSTED_PROXIES`: the proxies whose `X-Forwarded-For` is believed.

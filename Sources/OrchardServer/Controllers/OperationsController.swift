@@ -9,20 +9,26 @@ public import Prometheus
 public struct OperationsController<Context: RequestContext>: Sendable {
     let accounts: Accounts
     let registry: PrometheusCollectorRegistry
+    let servesMetrics: Bool
 
     /// Creates the controller.
-    public init(accounts: Accounts, registry: PrometheusCollectorRegistry) {
+    public init(accounts: Accounts, registry: PrometheusCollectorRegistry, servesMetrics: Bool = true) {
         self.accounts = accounts
         self.registry = registry
+        self.servesMetrics = servesMetrics
     }
 
-    /// Adds the routes.
+    /// Adds the routes; `/metrics` only when this listener serves it (not with `ORCHARD_METRICS_PORT`: then it is an
+    /// unknown path here, `404 not_found`).
     public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
         group.get("health/live", use: live)
         group.get("health/ready", use: ready)
-        group.get("metrics", use: metrics)
         group.get("openapi.yaml", use: openAPI)
-        for path in ["/health/live", "/health/ready", "/metrics", "/openapi.yaml"] { table.add(.get, path) }
+        for path in ["/health/live", "/health/ready", "/openapi.yaml"] { table.add(.get, path) }
+        if servesMetrics {
+            group.get("metrics", use: metrics)
+            table.add(.get, "/metrics")
+        }
     }
 
     @Sendable func live(_ request: Request, context: Context) async throws -> Response {
@@ -37,6 +43,11 @@ public struct OperationsController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func metrics(_ request: Request, context: Context) async throws -> Response {
+        Self.metricsResponse(registry)
+    }
+
+    /// The registry in Prometheus' text format.
+    static func metricsResponse(_ registry: PrometheusCollectorRegistry) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))

@@ -1,0 +1,45 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdHTTP2
+import NIOSSL
+
+/// The HTTP server of `serve`: plain HTTP/1.1 (behind a TLS-terminating proxy), or, with `ORCHARD_TLS_CERT_FILE` and
+/// `ORCHARD_TLS_KEY_FILE`, HTTPS only, TLS 1.2 or later, with HTTP/2 and HTTP/1.1 chosen by ALPN.
+enum ServerTLS {
+    /// The server builder for `configuration`.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the file that cannot be used.
+    static func serverBuilder(_ configuration: OrchardConfiguration) throws(ConfigurationError) -> HTTPServerBuilder {
+        guard let certificateFile = configuration.tlsCertificateFile, let keyFile = configuration.tlsKeyFile else {
+            return .http1()
+        }
+        let chain: [NIOSSLCertificate]
+        do {
+            chain = try NIOSSLCertificate.fromPEMFile(certificateFile)
+        } catch {
+            throw ConfigurationError(setting: "ORCHARD_TLS_CERT_FILE", problem: "cannot read \(certificateFile) as a PEM certificate chain")
+        }
+        guard !chain.isEmpty else {
+            throw ConfigurationError(setting: "ORCHARD_TLS_CERT_FILE", problem: "\(certificateFile) holds no certificate")
+        }
+        let key: NIOSSLPrivateKey
+        do {
+            key = try NIOSSLPrivateKey(file: keyFile, format: .pem)
+        } catch {
+            throw ConfigurationError(setting: "ORCHARD_TLS_KEY_FILE", problem: "cannot read \(keyFile) as a PEM private key")
+        }
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
+        tls.minimumTLSVersion = .tlsv12
+        do {
+            // Made once here so that a key that does not match its certificate stops `serve` before it listens.
+            _ = try NIOSSLContext(configuration: tls)
+            return try .http2Upgrade(tlsConfiguration: tls)
+        } catch {
+            throw ConfigurationError(
+                setting: "ORCHARD_TLS_CERT_FILE",
+                problem: "the certificate and the key in ORCHARD_TLS_KEY_FILE cannot be used together (\(error))"
+            )
+        }
+    }
+}
