@@ -1,8 +1,10 @@
 import AppleIDEmulator
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import NIOHTTP1
 import OrchardTesting
+import SQLKit
 import Storage
 import Testing
 
@@ -130,6 +132,35 @@ struct ReplicaTests {
                 for (earlier, later) in zip(times, times.dropFirst()) {
                     #expect(later.timeIntervalSince(earlier) >= 1.9, "validated twice within an interval")
                 }
+            }
+        } catch {
+            await pair.stop()
+            throw error
+        }
+        await pair.stop()
+    }
+
+    @Test("spent nonces are removed by replicas running retention side by side: the table empties, no replica errs")
+    func retentionAcrossReplicas() async throws {
+        let pair = try await Pair.start(extra: ["ORCHARD_NONCE_LIFETIME": "2"])
+        do {
+            for index in 0..<60 {
+                let minted = try await pair.client(index % 2).request(.POST, "/v1/auth/apple/nonce")
+                #expect(minted.status == 201)
+            }
+            let count = {
+                try await pair.database.client.withDatabase { db in
+                    try await db.raw("SELECT COUNT(*) AS n FROM nonces").first()?.decode(column: "n", as: Int.self) ?? -1
+                }
+            }
+            #expect(try await count() > 0)
+            // Past the 2-second lifetime, within the 5 seconds the contract allows (plus slack for a loaded machine).
+            #expect(await eventually(timeout: 20) { (try? await count()) == 0 }, "expired nonces stayed")
+            for replica in pair.replicas {
+                #expect(!replica.logText.contains(" error "), "a replica logged an error:\n\(replica.logText)")
+                #expect(
+                    try await pair.setup.http.execute(HTTPClientRequest(url: replica.baseURL + "/health/ready"), timeout: .seconds(5)).status == .ok
+                )
             }
         } catch {
             await pair.stop()
