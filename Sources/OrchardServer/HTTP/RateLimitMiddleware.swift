@@ -47,6 +47,10 @@ public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
         context.logger.debug("refused a request over the rate limit", metadata: ["http.path": "\(path)"])
         var headers = HTTPFields()
         headers[.retryAfter] = String(retryAfter)
+        if path == Substring(WebStateCookie.path) {
+            // Every answer of the callback clears the flow's binder, this one included.
+            headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
+        }
         throw OrchardProblem(
             .tooManyRequests,
             code: "rate_limited",
