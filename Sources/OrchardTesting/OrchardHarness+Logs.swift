@@ -1,6 +1,8 @@
 import AppleIDEmulator
 import InMemoryLogging
 import Logging
+import SQLKit
+import Storage
 
 extension OrchardHarness {
     /// The logger a harness hands Orchard: everything from trace up is kept in `memory`, and info and up is also
@@ -29,12 +31,46 @@ extension OrchardHarness {
     /// ``with(configure:_:)`` runs it after every test body, so each test through the harness is also a check that
     /// Orchard logs no personal data and no credential, at any level. Names shorter than four characters are not
     /// looked for (they occur inside ordinary words).
-    public func checkLogsHoldNoSecrets(also extraSecrets: [String] = []) throws {
-        let secrets = Set(emulator.issuedSecrets() + extraSecrets).filter { $0.count >= 4 }
+    public func checkLogsHoldNoSecrets(also extraSecrets: [String] = []) async throws {
+        let stored = (try? await storedSecrets()) ?? []
+        let secrets = Set(emulator.issuedSecrets() + extraSecrets + stored).filter { $0.count >= 8 }
         for line in loggedLines {
             if let secret = secrets.first(where: { line.contains($0) }) {
-                throw HarnessError("Orchard logged a secret the emulator handed out (\(secret.prefix(12))…): \(line.prefix(300))")
+                throw HarnessError("Orchard logged a secret or a stored value of a user (\(secret.prefix(12))…): \(line.prefix(300))")
             }
+        }
+    }
+
+    /// Every sealed value, hash and digest the test's database holds now: no log line, at any level, may hold one
+    /// (a log outlives a deletion, and ciphertext plus a vault key is the plaintext).
+    func storedSecrets() async throws -> [String] {
+        let columns: [(table: String, columns: [String])] = [
+            (
+                "accounts",
+                [
+                    "subject_hash", "sealed_subject", "sealed_email", "sealed_name", "sealed_refresh_token", "sealed_access_token",
+                    "sealed_identity_token",
+                ]
+            ),
+            ("sessions", ["token_hash"]),
+            ("nonces", ["hash"]),
+            ("revocations", ["sealed_token"]),
+            ("audit_events", ["subject_digest"]),
+            ("notification_inbox", ["subject_digest", "sealed_event"]),
+            ("web_flow_states", ["state_hash", "sealed_nonce"]),
+        ]
+        return try await database.withDatabase { db in
+            var values: [String] = []
+            for (table, names) in columns {
+                for row in try await db.raw("SELECT \(unsafeRaw: names.joined(separator: ", ")) FROM \(unsafeRaw: table)").all() {
+                    for name in names {
+                        if let value = try row.decodeNil(column: name) ? nil : row.decode(column: name, as: String.self) {
+                            values.append(value)
+                        }
+                    }
+                }
+            }
+            return values
         }
     }
 }

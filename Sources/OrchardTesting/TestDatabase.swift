@@ -1,5 +1,5 @@
 public import Foundation
-import Logging
+public import Logging
 import SQLKit
 public import Storage
 
@@ -52,10 +52,10 @@ public final class TestDatabase: Sendable {
         return [.sqlite]
     }
 
-    /// Makes a fresh, migrated database on `backend`.
-    public static func make(_ backend: Backend = selectedBackend) async throws -> TestDatabase {
+    /// Makes a fresh, migrated database on `backend`; its driver logs through `logger` (the harness passes Orchard's,
+    /// so that the log check sees what the driver would log).
+    public static func make(_ backend: Backend = selectedBackend, logger: Logger = Logger(label: "test.database")) async throws -> TestDatabase {
         let directory = try TemporaryDirectory()
-        let logger = Logger(label: "test.database")
         switch backend {
         case .sqlite:
             let path = directory.file("orchard.sqlite")

@@ -6,6 +6,8 @@ import Logging
 import NIOHTTP1
 import OrchardServer
 import OrchardTesting
+import SQLKit
+import Storage
 import Testing
 
 @Suite("Personal data at rest")
@@ -67,11 +69,21 @@ struct PrivacyInLogsTests {
 
             // The check looks at every level: debug lines were kept, and a secret logged at debug is caught.
             #expect(h.loggedLines.contains { $0.hasPrefix("debug ") })
-            try h.checkLogsHoldNoSecrets(also: [session])
+            try await h.checkLogsHoldNoSecrets(also: [session])
             var leaky = Logger(label: "leaky") { _ in h.logs }
-            leaky.logLevel = .debug
+            leaky.logLevel = .trace
             leaky.debug("signed in", metadata: ["email": "\(user.email ?? "")"])
-            #expect(throws: HarnessError.self) { try h.checkLogsHoldNoSecrets() }
+            await #expect(throws: HarnessError.self) { try await h.checkLogsHoldNoSecrets() }
+            h.logs.clear()
+            // A stored value is caught too, ciphertext or hash, at trace level: a bound SQL value logged by a driver.
+            _ = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            try await h.checkLogsHoldNoSecrets()
+            let sealed = try await h.database.withDatabase { db in
+                try await db.raw("SELECT subject_hash FROM accounts").first()?.decode(column: "subject_hash", as: String.self)
+            }
+            let stored = try #require(sealed)
+            leaky.trace("Executing query", metadata: ["binds": "[\(stored)]"])
+            await #expect(throws: HarnessError.self) { try await h.checkLogsHoldNoSecrets() }
             h.logs.clear()
         }
     }

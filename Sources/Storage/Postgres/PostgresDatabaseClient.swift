@@ -68,7 +68,12 @@ public final class PostgresDatabaseClient: DatabaseClient {
         )
         configuration.options.maximumConnections = poolSize
         configuration.options.connectTimeout = .seconds(3)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // PostgresNIO logs every backend message at trace level (data rows included), and postgres-kit logs each
+        // query's bound values at debug: whatever ORCHARD_LOG_LEVEL says, the driver logs at info and above only, and
+        // queries are not logged at all (the contract's "Logs": a log outlives a deletion).
+        var driverLogger = logger
+        driverLogger.logLevel = max(logger.logLevel, .info)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: driverLogger)
         let runner = Task { await client.run() }
         return PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: deadline)
     }
@@ -79,7 +84,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         try await withoutActuallyEscaping(body) { body in
             try await bounded {
                 try await self.client.withConnection { connection in
-                    try await body(connection.sql())
+                    try await body(connection.sql(queryLogLevel: nil))
                 }
             }
         }
@@ -90,7 +95,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         try await withoutActuallyEscaping(body) { body in
             try await bounded {
                 try await self.client.withConnection { connection in
-                    try await connection.sql().inTransaction(begin: "BEGIN", body)
+                    try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body)
                 }
             }
         }
