@@ -40,7 +40,7 @@ public final class Accounts: Sendable {
         logger: Logger
     ) {
         self.wakeups = wakeups
-        self.engine = JobEngine(clock: clock, leaseDuration: configuration.leaseDuration, metrics: metrics)
+        self.engine = JobEngine(clock: clock, metrics: metrics)
         self.metrics = metrics
         self.store = store
         self.vault = vault

@@ -12,8 +12,6 @@ public struct AccountsConfiguration: Sendable {
     public var consentRevokedPolicy: ConsentRevokedPolicy
     /// How long a deletion request waits for Apple's `/auth/revoke` before answering `pending`.
     public var revocationWait: Duration
-    /// How long a claimed job belongs to its holder before another worker may take it over.
-    public var leaseDuration: Duration
     /// How long webhooks are retried before they are marked failed.
     public var webhookRetryWindow: Duration
     /// When failed jobs are tried again.
@@ -30,7 +28,6 @@ public struct AccountsConfiguration: Sendable {
         webhookURLs: [String] = [],
         consentRevokedPolicy: ConsentRevokedPolicy = .signOut,
         revocationWait: Duration = .seconds(5),
-        leaseDuration: Duration = .seconds(60),
         webhookRetryWindow: Duration = .seconds(3 * 86_400),
         retryPolicy: RetryPolicy = RetryPolicy(),
         clockLeeway: Duration = .seconds(60)
@@ -41,7 +38,6 @@ public struct AccountsConfiguration: Sendable {
         self.webhookURLs = webhookURLs
         self.consentRevokedPolicy = consentRevokedPolicy
         self.revocationWait = revocationWait
-        self.leaseDuration = leaseDuration
         self.webhookRetryWindow = webhookRetryWindow
         self.retryPolicy = retryPolicy
         self.clockLeeway = clockLeeway

@@ -138,6 +138,7 @@ func backgroundJobs(accounts: Accounts, store: SQLAccountStore, dependencies: Or
                 clock: dependencies.clock,
                 random: dependencies.random,
                 configuration: dependencies.configuration.accounts,
+                attemptDeadline: dependencies.configuration.webhookDeadline,
                 metrics: dependencies.metrics
             )
         )

@@ -79,7 +79,7 @@ public final class OrchardHarness: Sendable {
         let harness = try await start(configure: configure)
         do {
             try await body(harness)
-            try harness.checkLogsHoldNoSecrets()
+            try await harness.checkLogsHoldNoSecrets()
         } catch {
             await harness.stop()
             throw error
@@ -104,7 +104,9 @@ public final class OrchardHarness: Sendable {
             httpClient: http
         )
         let emulatorServer = try await emulator.start()
-        let testDatabase = try await TestDatabase.make()
+        let logs = InMemoryLogHandler()
+        let logger = makeLogger(keepingIn: logs)
+        let testDatabase = try await TestDatabase.make(logger: logger)
 
         var configuration = OrchardConfiguration()
         configuration.host = "127.0.0.1"
@@ -120,8 +122,6 @@ public final class OrchardHarness: Sendable {
         configuration.rateLimitPerMinute = 0
         configure(&configuration)
 
-        let logs = InMemoryLogHandler()
-        let logger = makeLogger(keepingIn: logs)
         let metrics = TestMetrics()
         let database = testDatabase.client
         let holder = BuiltHolder()

@@ -1,4 +1,5 @@
 public import AsyncHTTPClient
+import Dispatch
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -62,22 +63,35 @@ public final class ServeProcess: @unchecked Sendable {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        serve.kill()
+        await serve.kill()
         throw ServeProcessError("orchard serve did not become ready: \(serve.logText)")
     }
 
-    /// `kill -9`: no chance to clean up.
-    public func kill() {
+    /// `kill -9`: no chance to clean up. Waits for the exit on a thread of its own, not the concurrency pool's.
+    public func kill() async {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        await waitForExit()
     }
 
-    /// SIGTERM, then waits for the graceful shutdown; returns the exit status.
+    /// SIGTERM, then waits for the graceful shutdown (off the concurrency pool); returns the exit status.
     @discardableResult
-    public func terminate() -> Int32 {
+    public func terminate() async -> Int32 {
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        await waitForExit()
         return process.terminationStatus
+    }
+
+    /// Whether the process has exited.
+    public var hasExited: Bool { !process.isRunning }
+
+    private func waitForExit() async {
+        let process = self.process
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                process.waitUntilExit()
+                continuation.resume()
+            }
+        }
     }
 }
 

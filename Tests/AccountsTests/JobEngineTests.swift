@@ -69,7 +69,7 @@ final class CountingHandler: JobHandler, Sendable {
 
 @Suite struct JobEngineTests {
     let clock = TestWallClock()
-    var engine: JobEngine { JobEngine(clock: clock, leaseDuration: .seconds(60)) }
+    var engine: JobEngine { JobEngine(clock: clock) }
     let logger = Logger(label: "test")
 
     @Test("a pass claims one batch under a lease and records every outcome in one batch, in claim order")
@@ -78,7 +78,8 @@ final class CountingHandler: JobHandler, Sendable {
         #expect(await engine.runPass(handler, logger: logger) == 4)
         let state = handler.state.withLock { $0 }
         #expect(state.limits == [4])
-        #expect(state.leases == [clock.now().addingTimeInterval(60)])
+        // The handler's lease: a 10-second deadline plus 5 seconds, by default.
+        #expect(state.leases == [clock.now().addingTimeInterval(15)])
         #expect(state.completions.count == 1)
         #expect(state.completions.first?.map(\.job) == [0, 1, 2, 3])
         #expect(state.completions.first?.map(\.outcome) == ["retry", "done", "done", "retry"])

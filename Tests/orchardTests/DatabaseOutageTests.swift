@@ -134,9 +134,9 @@ struct DatabaseOutageTests {
             let seen = statuses.withLock { $0 }
             #expect(!seen.contains(500), "a 500 was answered during the outage")
             #expect(seen.contains(503))
-            #expect(serve.terminate() == 0)
+            #expect(await serve.terminate() == 0)
         } catch {
-            serve.kill()
+            await serve.kill()
             await setup.stop()
             cluster.remove()
             throw error

@@ -38,7 +38,7 @@ struct ReplicaTests {
         func client(_ index: Int) -> OrchardClient { setup.client(replicas[index]) }
 
         func stop() async {
-            for replica in replicas { replica.terminate() }
+            for replica in replicas { await replica.terminate() }
             await receiver.stop()
             await database.remove()
             await setup.stop()
@@ -88,7 +88,7 @@ struct ReplicaTests {
             }
             pair.setup.emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 100_000)
             for (index, token) in tokens.enumerated() {
-                if index == 10 { pair.replicas[0].kill() }
+                if index == 10 { await pair.replicas[0].kill() }
                 let replica = index < 10 ? index % 2 : 1
                 let response = try await pair.client(replica).request(.DELETE, "/v1/account", bearer: token)
                 #expect(response["apple_revocation"] == "pending")

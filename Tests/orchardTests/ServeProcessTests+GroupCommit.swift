@@ -38,7 +38,7 @@ extension ServeProcessTests {
             }
         }
         // Every answer is in: kill at once, with no chance to flush anything more.
-        serve.kill()
+        await serve.kill()
         #expect(statuses.count == 48 && statuses.allSatisfy { $0 == 200 })
         #expect(nonces.count == 16)
 

@@ -63,7 +63,7 @@ struct ServeProcessTests {
         setup.emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 1000)
         let deletion = try await client.request(.DELETE, "/v1/account", bearer: token)
         #expect(deletion["apple_revocation"] == "pending")
-        first.kill()
+        await first.kill()
 
         setup.emulator.clearFailures()
         let second = try await ServeProcess.start(
@@ -82,9 +82,46 @@ struct ServeProcessTests {
         #expect(setup.emulator.revocationCount(token: refreshToken).whileValid == 1)
         try await Task.sleep(for: .seconds(1.5))
         #expect(setup.emulator.calls(to: .revoke).filter { $0.status == 200 }.count == 1)
-        #expect(second.terminate() == 0)
+        #expect(await second.terminate() == 0)
         let pending = try OrchardProcess.run(["accounts", "revocations"], environment: setup.environment)
         #expect(pending.standardOutput.contains("(none pending)"), "\(pending.standardOutput)\(pending.standardError)")
+    }
+
+    @Test("SIGTERM while a revocation is in flight: Apple sees it once, its outcome is recorded, exit 0 in time, a restart sends nothing")
+    func gracefulDrain() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let serve = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
+        let client = setup.client(serve)
+        let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        // The deletion's own attempt fails; the background worker's retry then meets an Apple that takes 3 s.
+        setup.emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 1)
+        let deletion = try await client.request(.DELETE, "/v1/account", bearer: token)
+        #expect(deletion["apple_revocation"] == "pending")
+        setup.emulator.setLatency(.seconds(3))
+        let retryInFlight = await eventually(timeout: 60) {
+            setup.emulator.calls(to: .revoke).count == 2 && setup.emulator.calls(to: .revoke).last?.status == nil
+        }
+        #expect(retryInFlight, "the background retry never reached Apple: \(serve.logText)")
+
+        let started = ContinuousClock.now
+        let status = await serve.terminate()
+        let took = ContinuousClock.now - started
+        #expect(status == 0, "\(serve.logText)")
+        #expect(took < .seconds(10), "shutdown took \(took), past ORCHARD_SHUTDOWN_GRACE")
+        // The call in flight was let finish (Apple answered after its 3 s) and its outcome recorded before exit.
+        let revokes = setup.emulator.calls(to: .revoke)
+        #expect(revokes.count == 2)
+        #expect(revokes.last?.status == 200)
+        let pending = try OrchardProcess.run(["accounts", "revocations"], environment: setup.environment)
+        #expect(pending.standardOutput.contains("(none pending)"), "\(pending.standardOutput)\(pending.standardError)")
+
+        setup.emulator.setLatency(.zero)
+        let restarted = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
+        try await Task.sleep(for: .seconds(2))
+        #expect(setup.emulator.calls(to: .revoke).count == 2, "the restart sent the revocation again")
+        #expect(await restarted.terminate() == 0)
     }
 
     @Test("orchard accounts delete runs the same deletion as the API, beside a running server")
@@ -123,7 +160,7 @@ struct ServeProcessTests {
         #expect(session["reason"] == "account_deleted")
         let missing = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
         #expect(missing.status == 3)
-        #expect(serve.terminate() == 0)
+        #expect(await serve.terminate() == 0)
     }
 
     @Test("with a 2-second validation interval, revoking the app at Apple signs the user out of a running server")
@@ -155,6 +192,6 @@ struct ServeProcessTests {
         for (earlier, later) in zip(bobValidations, bobValidations.dropFirst()) {
             #expect(later.timeIntervalSince(earlier) >= 1.9)
         }
-        #expect(serve.terminate() == 0)
+        #expect(await serve.terminate() == 0)
     }
 }

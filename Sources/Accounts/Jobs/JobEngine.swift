@@ -5,7 +5,7 @@ public import Metrics
 
 /// Runs any ``JobHandler``: claim → lease → perform → complete-or-reschedule, once, for every kind.
 ///
-/// A pass claims a batch in one statement (leased for ``leaseDuration``), performs the jobs (at most the handler's
+/// A pass claims a batch in one statement (leased for the handler's ``JobHandler/leaseDuration``), performs the jobs (at most the handler's
 /// ``JobHandler/concurrency`` at once) and writes every outcome back in one batch. Claims read only due rows, so a pass
 /// costs the same however many rows are not due. Each outcome is counted in `orchard_jobs_total` (by `kind` and
 /// `outcome`); the kinds' own counters are the handlers'. The loop that runs passes (at start-up, on wake-ups, every
@@ -13,15 +13,12 @@ public import Metrics
 public struct JobEngine: Sendable {
     /// Where claims take `now` and outcomes their time from.
     let clock: any WallClock
-    /// How long a claimed job belongs to its holder before another worker may take it over.
-    public let leaseDuration: Duration
     /// Where `orchard_jobs_total` goes.
     let metrics: any MetricsFactory
 
     /// Creates the engine; `metrics` defaults to the process's factory.
-    public init(clock: any WallClock, leaseDuration: Duration, metrics: any MetricsFactory = MetricsSystem.factory) {
+    public init(clock: any WallClock, metrics: any MetricsFactory = MetricsSystem.factory) {
         self.clock = clock
-        self.leaseDuration = leaseDuration
         self.metrics = metrics
     }
 
@@ -34,7 +31,7 @@ public struct JobEngine: Sendable {
         do {
             jobs = try await handler.claim(
                 now: now,
-                leaseUntil: now.addingTimeInterval(leaseDuration.seconds),
+                leaseUntil: now.addingTimeInterval(handler.leaseDuration.seconds),
                 limit: limit ?? handler.batchSize,
                 logger: logger
             )

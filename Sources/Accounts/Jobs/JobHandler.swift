@@ -38,6 +38,10 @@ public protocol JobHandler: Sendable {
     /// that became due meanwhile start while a slow job of an earlier pass is still waiting on its peer; only for
     /// kinds whose jobs need no order between passes.
     var passesInFlight: Int { get }
+    /// How long a claimed job of this kind belongs to its holder: its attempt's deadline plus 5 seconds, so that the jobs
+    /// of a replica that died are taken over within seconds (the contract's "Leases"). Every job of a batch must start
+    /// its attempt when claimed, so kinds that call out keep ``concurrency`` at ``batchSize``.
+    var leaseDuration: Duration { get }
 }
 
 extension JobHandler {
@@ -45,4 +49,6 @@ extension JobHandler {
     public func orderingKey(for job: Job) -> String? { nil }
     /// One pass at a time.
     public var passesInFlight: Int { 1 }
+    /// 15 seconds: a 10-second deadline plus 5.
+    public var leaseDuration: Duration { .seconds(15) }
 }

@@ -84,7 +84,8 @@ extension Accounts {
             }
             if let token {
                 let id = randomID("rev_")
-                let leaseUntil = now.addingTimeInterval(configuration.leaseDuration.seconds)
+                // Leased to this request for its wait for Apple plus 5 s, as the background worker's leases are.
+                let leaseUntil = now.addingTimeInterval((configuration.revocationWait + .seconds(5)).seconds)
                 job = RevocationJob(
                     id: id,
                     clientID: record.clientID,

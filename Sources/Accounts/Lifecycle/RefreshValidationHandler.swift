@@ -24,8 +24,9 @@ public struct RefreshValidationHandler: JobHandler {
 
     /// The kind.
     public var kind: JobKind { .validations }
-    /// Claims per pass.
-    public var batchSize: Int { 64 }
+    /// Claims per pass: as many as run at once, so that each claimed validation starts its call at once and its
+    /// 15-second lease covers it.
+    public var batchSize: Int { 16 }
     /// Calls to Apple at once.
     public var concurrency: Int { 16 }
 

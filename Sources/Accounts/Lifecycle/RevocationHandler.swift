@@ -36,6 +36,8 @@ public struct RevocationHandler: JobHandler {
     public var batchSize: Int { 32 }
     /// Every revocation of a batch at once.
     public var concurrency: Int { batchSize }
+    /// The call's deadline plus 5 seconds.
+    public var leaseDuration: Duration { deadline + .seconds(5) }
 
     /// Creates the handler over the lifecycle's store, vault and Apple; each call to Apple may take `deadline`.
     public init(accounts: Accounts, deadline: Duration = .seconds(10)) {

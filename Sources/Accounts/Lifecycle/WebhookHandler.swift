@@ -42,6 +42,10 @@ public struct WebhookHandler: JobHandler {
     /// Up to 8 passes at once: a receiver that stalls until the deadline holds only its own attempts (and the record of
     /// its batch), while the deliveries of later events go out in passes of their own.
     public var passesInFlight: Int { 8 }
+    /// The attempt's deadline plus 5 seconds.
+    public var leaseDuration: Duration { attemptDeadline + .seconds(5) }
+    /// The deadline of one attempt (the transport's).
+    let attemptDeadline: Duration
 
     /// Creates the handler; `metrics` (for `orchard_webhooks_total`) defaults to the process's factory.
     public init(
@@ -51,8 +55,10 @@ public struct WebhookHandler: JobHandler {
         clock: any WallClock,
         random: any RandomSource = SystemRandomSource(),
         configuration: AccountsConfiguration,
+        attemptDeadline: Duration = .seconds(10),
         metrics: any MetricsFactory = MetricsSystem.factory
     ) {
+        self.attemptDeadline = attemptDeadline
         self.metrics = metrics
         self.store = store
         self.signer = signer

@@ -75,6 +75,7 @@ extension OrchardConfiguration {
         config.sessionTTL = try settings.seconds("ORCHARD_SESSION_TTL", in: 60...31_536_000) ?? config.sessionTTL
         config.clockLeeway = try settings.seconds("ORCHARD_CLOCK_LEEWAY", in: 0...3600) ?? config.clockLeeway
         config.nonceLifetime = try settings.seconds("ORCHARD_NONCE_LIFETIME", in: 1...86_400) ?? config.nonceLifetime
+        config.shutdownGrace = try settings.seconds("ORCHARD_SHUTDOWN_GRACE", in: 0...3600) ?? config.shutdownGrace
         config.rateLimitPerMinute = try settings.integer("ORCHARD_RATE_LIMIT_PER_MINUTE", in: 0...1_000_000) ?? config.rateLimitPerMinute
         config.trustedProxies = try (settings.text("ORCHARD_TRUSTED_PROXIES") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

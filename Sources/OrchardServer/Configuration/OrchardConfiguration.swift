@@ -70,6 +70,8 @@ public struct OrchardConfiguration: Sendable {
     public var metricsHost = "127.0.0.1"
     /// `ORCHARD_METRICS_PORT`: with it, `/metrics` is served on this second listener only.
     public var metricsPort: Int?
+    /// `ORCHARD_SHUTDOWN_GRACE`: how long `serve`, on SIGTERM/SIGINT, lets claimed jobs and open requests finish.
+    public var shutdownGrace: Duration = .seconds(10)
     /// `ORCHARD_RATE_LIMIT_PER_MINUTE`: requests per minute per client address to the anonymous routes; 0 is off.
     public var rateLimitPerMinute = 120
     /// `ORCHARD_TRUSTED_PROXIES`: the proxies whose `X-Forwarded-For` is believed.

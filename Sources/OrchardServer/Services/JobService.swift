@@ -1,4 +1,5 @@
 public import Accounts
+import AsyncAlgorithms
 public import Logging
 public import ServiceLifecycle
 import Synchronization
@@ -35,51 +36,56 @@ public struct JobService: Service {
         }
     }
 
-    /// One handler's loop: passes on start-up, on each wake-up and each 1-second tick.
-    /// Passes until one claims less than a full batch.
+    /// Passes until one claims less than a full batch, or graceful shutdown begins.
     private func drain(_ handler: some JobHandler, logger: Logger) async {
         while await engine.runPass(handler, logger: logger) >= handler.batchSize, !Task.isShuttingDownGracefully, !Task.isCancelled {}
     }
 
+    /// One handler's loop: a pass at start-up, on each wake-up and on each 1-second tick (ServiceLifecycle's
+    /// `AsyncTimerSequence`, ended by graceful shutdown). Graceful shutdown stops new passes; passes under way finish
+    /// their batch and record its outcomes before the loop returns (they are not cancelled).
     private func loop(_ handler: some JobHandler) async {
         var logger = self.logger
         logger[metadataKey: "worker"] = "\(handler.kind)"
         let passLogger = logger
         let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let wakeups = self.wakeups.stream(handler.kind)
-        await withDiscardingTaskGroup { group in
-            group.addTask {
-                while !Task.isCancelled {
+        // The outer group holds the passes and waits for them; the inner one feeds the signals and is cancelled.
+        await withDiscardingTaskGroup { passes in
+            await withDiscardingTaskGroup { feeders in
+                feeders.addTask {
                     signal.yield()
-                    try? await Task.sleep(for: .seconds(1))
+                    for await _ in AsyncTimerSequence(interval: .seconds(1), clock: .continuous).cancelOnGracefulShutdown() {
+                        signal.yield()
+                    }
                 }
+                feeders.addTask {
+                    for await _ in wakeups {
+                        signal.yield()
+                    }
+                }
+                let inFlight = PassCount()
+                for await _ in signals.cancelOnGracefulShutdown() {
+                    guard handler.passesInFlight > 1 else {
+                        await drain(handler, logger: passLogger)
+                        continue
+                    }
+                    // Overlapping passes: start one unless the limit runs; each that ends signals, so due work that
+                    // arrived while all were busy is claimed then.
+                    let started = inFlight.count.withLock { count in
+                        guard count < handler.passesInFlight else { return false }
+                        count += 1
+                        return true
+                    }
+                    guard started else { continue }
+                    passes.addTask {
+                        await drain(handler, logger: passLogger)
+                        inFlight.count.withLock { $0 -= 1 }
+                        signal.yield()
+                    }
+                }
+                feeders.cancelAll()
             }
-            group.addTask {
-                for await _ in wakeups {
-                    signal.yield()
-                }
-            }
-            let inFlight = PassCount()
-            for await _ in signals.cancelOnGracefulShutdown() {
-                guard handler.passesInFlight > 1 else {
-                    await drain(handler, logger: passLogger)
-                    continue
-                }
-                // Overlapping passes: start one unless the limit runs; each that ends signals, so due work that
-                // arrived while all were busy is claimed then.
-                let started = inFlight.count.withLock { count in
-                    guard count < handler.passesInFlight else { return false }
-                    count += 1
-                    return true
-                }
-                guard started else { continue }
-                group.addTask {
-                    await drain(handler, logger: passLogger)
-                    inFlight.count.withLock { $0 -= 1 }
-                    signal.yield()
-                }
-            }
-            group.cancelAll()
         }
     }
 }
