@@ -4,8 +4,8 @@ import Hummingbird
 import Logging
 import OrchardServer
 import ServiceLifecycle
-import UnixSignals
 import Storage
+import UnixSignals
 
 /// `orchard serve`.
 struct ServeCommand: AsyncParsableCommand {

@@ -43,6 +43,13 @@ struct SessionTests {
                 let signIn = try await h.signIn(h.emulator.makeUser()).response
                 let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
                 #expect(try await h.request(.GET, "/v1/session", bearer: token).status == 200)
+                // The scheme is case-insensitive and spaces around the token do not matter; other schemes are no session.
+                for field in ["bearer \(token)", "BEARER  \(token) ", "Bearer \t\(token)"] {
+                    #expect(try await h.request(.GET, "/v1/session", headers: [("Authorization", field)]).status == 200, "\(field)")
+                }
+                for field in ["Basic \(token)", "Bearer\(token)", "Bearers \(token)", "Bearer ", token] {
+                    #expect(try await h.request(.GET, "/v1/session", headers: [("Authorization", field)]).code == "session_invalid", "\(field)")
+                }
                 h.clock.advance(by: 3601)
                 let expired = try await h.request(.GET, "/v1/session", bearer: token)
                 #expect(expired.status == 401)

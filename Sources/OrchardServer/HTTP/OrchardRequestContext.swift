@@ -18,11 +18,14 @@ public struct OrchardRequestContext: RequestContext, RemoteAddressRequestContext
     /// Bodies over 64 KiB are refused (`413 payload_too_large`).
     public var maxUploadSize: Int { OrchardProblem.maxBodySize }
 
-    /// JSON with RFC 3339 dates.
-    public var responseEncoder: JSONEncoder {
+    /// JSON with RFC 3339 dates: one encoder for every answer (it is thread-safe; making one per answer showed in the
+    /// session check's profile).
+    public var responseEncoder: JSONEncoder { Self.sharedEncoder }
+
+    private static let sharedEncoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
-    }
+    }()
 }

@@ -94,6 +94,20 @@ struct GRDBSQLDatabase: SQLDatabase {
         var values: [DatabaseValue] = []
         values.reserveCapacity(binds.count)
         for bind in binds {
+            // The types Orchard binds, without the dynamic cast `DatabaseValue(value:)` makes (it showed in profiles).
+            switch bind {
+            case let text as String:
+                values.append(text.databaseValue)
+                continue
+            case let number as Int:
+                values.append(number.databaseValue)
+                continue
+            case let number as Int64:
+                values.append(number.databaseValue)
+                continue
+            default:
+                break
+            }
             guard let value = DatabaseValue(value: bind) else {
                 throw StoreError.unavailable("cannot bind a \(type(of: bind)) to an SQLite statement")
             }
