@@ -124,6 +124,36 @@ struct ServeProcessTests {
         #expect(await restarted.terminate() == 0)
     }
 
+    @Test("a queued token under a vault key no longer configured: a recorded failure, vault_key_missing, retried with backoff")
+    func vaultKeyMissing() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let first = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
+        let signIn = try await setup.client(first).signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        setup.emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 1000)
+        #expect(try await setup.client(first).request(.DELETE, "/v1/account", bearer: token)["apple_revocation"] == "pending")
+        #expect(await first.terminate() == 0)
+        let callsBefore = setup.emulator.calls(to: .revoke).count
+
+        // The key that sealed the queued token is gone from the configuration.
+        var environment = setup.environment
+        environment["ORCHARD_VAULT_KEYS"] = "k2:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())"
+        let second = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
+        var listing = ""
+        let recorded = await eventually(timeout: 30) {
+            listing = (try? OrchardProcess.run(["accounts", "revocations"], environment: environment).standardOutput) ?? ""
+            return listing.contains("vault_key_missing")
+        }
+        #expect(recorded, "\(listing)\n\(second.logText)")
+        // Retried with backoff, not in a tight loop; and nothing reached Apple without a token to send.
+        let row = try #require(listing.split(separator: "\n").first { $0.contains("vault_key_missing") })
+        let attempts = Int(row.split(separator: "\t")[3]) ?? 0
+        #expect((2...4).contains(attempts), "\(row)")
+        #expect(setup.emulator.calls(to: .revoke).count == callsBefore)
+        #expect(await second.terminate() == 0)
+    }
+
     @Test("orchard accounts delete runs the same deletion as the API, beside a running server")
     func operatorDelete() async throws {
         let setup = try await Setup.start()

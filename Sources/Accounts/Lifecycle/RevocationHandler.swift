@@ -58,14 +58,21 @@ public struct RevocationHandler: JobHandler {
 
     /// Opens the queued token and asks Apple to revoke it.
     ///
-    /// - Throws: when the token cannot be opened with the configured vault keys (left to its lease, retried after it).
+    /// A token that cannot be opened with the configured vault keys (its key was removed) is a failed attempt,
+    /// `vault_key_missing`, retried with backoff like any other: visible to operators, never a tight loop.
     public func perform(_ job: RevocationJob, logger: Logger) async throws -> JobOutcome<Void> {
         let token: Redacted<String>
         do {
             token = try vault.open(job.sealedToken, context: Accounts.revocationContext(job.id))
         } catch {
-            logger.error("a queued token cannot be opened with the configured vault keys", metadata: ["revocation.id": "\(job.id)"])
-            throw error
+            let attempts = job.attempts + 1
+            logger.error(
+                "a queued token cannot be opened with the configured vault keys: put its key back in ORCHARD_VAULT_KEYS",
+                metadata: ["revocation.id": "\(job.id)", "vault.key_id": "\(vault.keyID(of: job.sealedToken) ?? "?")"]
+            )
+            Counter(label: "orchard_revocations_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
+            let delay = retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
+            return .retry(at: clock.now().addingTimeInterval(delay), error: "vault_key_missing")
         }
         do {
             try await apple.revoke(token, hint: job.hint, clientID: job.clientID, deadline: deadline)
