@@ -13,6 +13,7 @@ struct Orchard: AsyncParsableCommand {
         subcommands: [
             ServeCommand.self, DemoCommand.self, AppleEmulatorCommand.self, MigrateCommand.self, TokenCommand.self,
             AccountsCommand.self,
+            VaultCommand.self,
         ]
     )
 }

@@ -9,7 +9,7 @@ struct CommandLineTests {
         "every command has --help",
         arguments: [
             [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
-            ["accounts", "list"], ["accounts", "show"],
+            ["accounts", "list"], ["accounts", "show"], ["vault"], ["vault", "status"], ["vault", "rotate"],
         ]
     )
     func help(_ command: [String]) throws {

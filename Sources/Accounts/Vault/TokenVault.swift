@@ -30,6 +30,9 @@ public struct TokenVault: Sendable {
     /// The id of the key that seals new values.
     public var currentKeyID: String { keys[0].id }
 
+    /// Every configured key id, the current one first.
+    public var keyIDs: [String] { keys.map(\.id) }
+
     /// Seals `plaintext` for one field of one record.
     public func seal(_ plaintext: String, context: String) throws -> String {
         let key = keys[0]

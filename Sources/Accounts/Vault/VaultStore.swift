@@ -1,0 +1,57 @@
+/// The tables that hold sealed values, and their columns, as key rotation walks them.
+public enum VaultTable: String, Sendable, CaseIterable {
+    /// Accounts: the subject, email, name and Apple's tokens (and the subject's lookup hash).
+    case accounts
+    /// Tokens queued for revocation.
+    case revocations
+    /// Notification events waiting to be processed.
+    case notificationInbox = "notification_inbox"
+    /// Web-flow states' nonces.
+    case webFlowStates = "web_flow_states"
+
+    /// The column that identifies a row.
+    public var keyColumn: String {
+        switch self {
+        case .accounts, .revocations: "id"
+        case .notificationInbox: "jti"
+        case .webFlowStates: "state_hash"
+        }
+    }
+
+    /// The columns that hold sealed values (some may be `NULL`).
+    public var sealedColumns: [String] {
+        switch self {
+        case .accounts:
+            ["sealed_subject", "sealed_email", "sealed_name", "sealed_refresh_token", "sealed_access_token", "sealed_identity_token"]
+        case .revocations: ["sealed_token"]
+        case .notificationInbox: ["sealed_event"]
+        case .webFlowStates: ["sealed_nonce"]
+        }
+    }
+}
+
+/// One row's sealed values, by column (only the columns that hold one).
+public struct SealedRow: Sendable {
+    /// The row's key.
+    public var key: String
+    /// Sealed value by column.
+    public var values: [String: String]
+    /// The subject's lookup hash (accounts only).
+    public var subjectHash: String?
+
+    /// Creates a row.
+    public init(key: String, values: [String: String], subjectHash: String?) {
+        self.key = key
+        self.values = values
+        self.subjectHash = subjectHash
+    }
+}
+
+/// Where ``VaultRotation`` reads and rewrites sealed values.
+public protocol VaultStore: Sendable {
+    /// Up to `limit` rows of `table` after `key` (in key order), with their sealed values.
+    func sealedRows(in table: VaultTable, after key: String?, limit: Int) async throws -> [SealedRow]
+    /// Replaces one row's sealed values (and, for an account, its lookup hash) in its own transaction, only if they are
+    /// still `row`'s (a running server may have changed the row meanwhile: then `false`, and the row is left as it is).
+    func replaceSealed(in table: VaultTable, row: SealedRow, with values: [String: String], subjectHash: String?) async throws -> Bool
+}
