@@ -13,6 +13,8 @@ struct DecodedJWS: Sendable {
     let signature: Data
     /// What the signature signs: the token up to its second dot (`header.payload`).
     let signingInput: ArraySlice<UInt8>
+    /// The payload's JSON (base64url-decoded), so that the claims are decoded from it without parsing the token again.
+    let payload: Data
 
     /// What the payload says the token is: a notification when it has `events`, else an identity token.
     var kind: TokenInspection.Kind { envelope.hasEvents ? .notification : .identityToken }
@@ -31,6 +33,7 @@ struct DecodedJWS: Sendable {
             self.envelope = parsed.payload
             self.signature = parsed.signature
             self.signingInput = bytes[..<(bytes.lastIndex(of: UInt8(ascii: ".")) ?? bytes.endIndex)]
+            self.payload = try Self.base64URLDecoded(token.split(separator: ".", omittingEmptySubsequences: false)[1])
         } catch {
             throw .malformed("the token's parts are not base64url, or its header or payload is not a JSON object")
         }
@@ -41,10 +44,18 @@ struct DecodedJWS: Sendable {
     func claims<Value: Codable & Sendable>(as _: Value.Type) throws(AppleIDError) -> Value {
         let decoded: DecodedPayload<Value>
         do {
-            decoded = try DefaultJWTParser().parse(Array(token.utf8), as: DecodedPayload<Value>.self).payload
+            decoded = try JSONDecoder().decode(DecodedPayload<Value>.self, from: payload)
         } catch {
             throw .malformed("the token's payload could not be read")
         }
         return try decoded.claims()
+    }
+
+    /// Base64url (no padding) to bytes.
+    private static func base64URLDecoded(_ text: Substring) throws -> Data {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { throw AppleIDError.malformed("the payload is not base64url") }
+        return data
     }
 }

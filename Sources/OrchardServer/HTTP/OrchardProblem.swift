@@ -118,16 +118,37 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         }
     }
 
+    /// One member of the body: every member is a string but `status`.
+    private enum Member: Encodable {
+        case text(String)
+        case number(Int)
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .text(let text): try container.encode(text)
+            case .number(let number): try container.encode(number)
+            }
+        }
+    }
+
+    /// Encodes problem bodies (keys sorted). Foundation's `JSONSerialization` took a fifth of the CPU of an answered
+    /// `401` under load (it bridges every key through `NSString` to sort it); `JSONEncoder` does not.
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
     /// The `application/problem+json` response.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var body: [String: String] = extra
-        body["type"] = "urn:orchard:error:\(code)"
-        body["title"] = title
-        body["detail"] = detail
-        body["code"] = code
-        var object: [String: Any] = body
-        object["status"] = Int(status.code)
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        var body = extra.mapValues(Member.text)
+        body["type"] = .text("urn:orchard:error:\(code)")
+        body["title"] = .text(title)
+        body["detail"] = .text(detail)
+        body["code"] = .text(code)
+        body["status"] = .number(Int(status.code))
+        let data = try Self.encoder.encode(body)
         var fields = headers
         fields[.contentType] = "application/problem+json"
         fields[.cacheControl] = "no-store"
