@@ -33,7 +33,7 @@ struct DecodedJWS: Sendable {
             self.envelope = parsed.payload
             self.signature = parsed.signature
             self.signingInput = bytes[..<(bytes.lastIndex(of: UInt8(ascii: ".")) ?? bytes.endIndex)]
-            self.payload = try Self.base64URLDecoded(token.split(separator: ".", omittingEmptySubsequences: false)[1])
+            self.payload = try Self.payload(of: bytes)
         } catch {
             throw .malformed("the token's parts are not base64url, or its header or payload is not a JSON object")
         }
@@ -51,11 +51,23 @@ struct DecodedJWS: Sendable {
         return try decoded.claims()
     }
 
-    /// Base64url (no padding) to bytes.
-    private static func base64URLDecoded(_ text: Substring) throws -> Data {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let data = Data(base64Encoded: base64) else { throw AppleIDError.malformed("the payload is not base64url") }
+    /// The middle part of `header.payload.signature`, base64url-decoded, on bytes (Foundation's string replacing
+    /// bridges through `NSString` and showed in the verify path's profile).
+    private static func payload(of bytes: [UInt8]) throws -> Data {
+        guard let first = bytes.firstIndex(of: UInt8(ascii: ".")), let last = bytes.lastIndex(of: UInt8(ascii: ".")), first < last else {
+            throw AppleIDError.malformed("the token is not three dot-separated parts")
+        }
+        var base64: [UInt8] = []
+        base64.reserveCapacity(last - first + 3)
+        for byte in bytes[(first + 1)..<last] {
+            switch byte {
+            case UInt8(ascii: "-"): base64.append(UInt8(ascii: "+"))
+            case UInt8(ascii: "_"): base64.append(UInt8(ascii: "/"))
+            default: base64.append(byte)
+            }
+        }
+        while base64.count % 4 != 0 { base64.append(UInt8(ascii: "=")) }
+        guard let data = Data(base64Encoded: Data(base64)) else { throw AppleIDError.malformed("the payload is not base64url") }
         return data
     }
 }
