@@ -110,7 +110,7 @@ struct ServeProcessTests {
         let status = await serve.terminate()
         let took = ContinuousClock.now - started
         #expect(status == 0, "\(serve.logText)")
-        #expect(took < .seconds(10), "shutdown took \(took), past ORCHARD_SHUTDOWN_GRACE")
+        #expect(took < .seconds(10), "shutdown took \(took), past ORCHARD_SHUTDOWN_GRACE: \(serve.logText)")
         // The call in flight was let finish (Apple answered after its 3 s) and its outcome recorded before exit.
         let revokes = setup.emulator.calls(to: .revoke)
         #expect(revokes.count == 2)
