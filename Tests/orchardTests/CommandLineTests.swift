@@ -9,7 +9,7 @@ struct CommandLineTests {
         "every command has --help",
         arguments: [
             [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
-            ["accounts", "list"], ["accounts", "show"], ["vault"], ["vault", "status"], ["vault", "rotate"],
+            ["accounts", "list"], ["accounts", "show"], ["vault"], ["vault", "status"], ["vault", "rotate"], ["config"], ["config", "check"],
         ]
     )
     func help(_ command: [String]) throws {
@@ -73,6 +73,42 @@ struct CommandLineTests {
         )
         #expect(tls.status == 2)
         #expect(tls.standardError.contains("ORCHARD_TLS_CERT_FILE"), "\(tls.standardError)")
+    }
+
+    @Test("config check prints every effective setting with its source, secrets redacted, and exits 2 on a bad key file")
+    func configCheck() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = directory.file("key.p8")
+        try AppleEmulatorConfiguration.makeClientKey().privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
+        let vaultKey = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let file = directory.file("orchard.json")
+        try #"{"ORCHARD_HOST": "0.0.0.0", "ORCHARD_PORT": 9000, "ORCHARD_WEBHOOK_SECRET": "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="}"#
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let environment = [
+            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_KEY_ID": "KEY1", "APPLE_PRIVATE_KEY_FILE": key,
+            "APPLE_CLIENT_IDS": "com.example.app", "ORCHARD_VAULT_KEYS": "k1:\(vaultKey)", "ORCHARD_PORT": "8443",
+            "ORCHARD_DATABASE_URL": "postgres://orchard:hunter2-password@db.example:5432/orchard", "ORCHARD_CONFIG_FILE": file,
+        ]
+        let check = try OrchardProcess.run(["config", "check"], environment: environment)
+        #expect(check.status == 0, "\(check.standardError)")
+        let lines = Set(check.standardOutput.split(separator: "\n").map(String.init))
+        for expected in [
+            "ORCHARD_PORT=8443 (environment)", "ORCHARD_HOST=0.0.0.0 (file)", "ORCHARD_SESSION_TTL=2592000 (default)",
+            "ORCHARD_RATE_LIMIT_PER_MINUTE=120 (default)", "APPLE_TEAM_ID=ABCDE12345 (environment)",
+            "ORCHARD_VAULT_KEYS=<redacted> (key ids: k1) (environment)", "ORCHARD_WEBHOOK_SECRET=<redacted> (file)",
+            "APPLE_PRIVATE_KEY_FILE=<redacted> (environment)",
+            "ORCHARD_DATABASE_URL=postgres://orchard:<redacted>@db.example:5432/orchard (environment)",
+        ] {
+            #expect(lines.contains(expected), "missing \(expected) in:\n\(check.standardOutput)")
+        }
+        for secret in [vaultKey, "hunter2-password", "c2VjcmV0LXNlY3JldC1zZWNyZXQ=", "BEGIN PRIVATE KEY"] {
+            #expect(!check.standardOutput.contains(secret) && !check.standardError.contains(secret))
+        }
+        try "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".write(toFile: key, atomically: true, encoding: .utf8)
+        let broken = try OrchardProcess.run(["config", "check"], environment: environment)
+        #expect(broken.status == 2)
+        #expect(broken.standardError.contains("APPLE_PRIVATE_KEY_FILE"))
     }
 
     @Test("a usage error exits 64")

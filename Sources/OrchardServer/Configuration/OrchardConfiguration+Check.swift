@@ -1,0 +1,101 @@
+import Accounts
+import AppleID
+public import Configuration
+public import Foundation
+import Logging
+import NIOSSL
+import Storage
+
+extension OrchardConfiguration {
+    /// Where a setting's effective value came from.
+    public enum Source: String, Sendable {
+        /// The process's environment.
+        case environment
+        /// The file `ORCHARD_CONFIG_FILE` names.
+        case file
+        /// Nobody set it: the contract's default.
+        case `default`
+    }
+
+    /// Every setting `serve` reads, by its environment name, with its effective value (secrets as `<redacted>`),
+    /// in the order of the contract's table.
+    public var effectiveSettings: [(name: String, value: String)] {
+        func seconds(_ duration: Duration) -> String { String(duration.components.seconds) }
+        func list(_ values: [String]) -> String { values.isEmpty ? "(none)" : values.joined(separator: ",") }
+        let database: String =
+            switch self.database {
+            case .sqlite(let path): "sqlite:\(path)"
+            case .postgres(let url): Self.redactingPassword(url)
+            }
+        return [
+            ("ORCHARD_HOST", host),
+            ("ORCHARD_PORT", String(port)),
+            ("ORCHARD_DATABASE_URL", database),
+            ("ORCHARD_DATABASE_POOL_SIZE", String(databasePoolSize)),
+            ("ORCHARD_DATABASE_CA_FILE", databaseCAFile ?? "(system roots)"),
+            ("ORCHARD_VAULT_KEYS", vaultKeys.isEmpty ? "(none)" : "<redacted> (key ids: \(vaultKeys.map(\.id).joined(separator: ",")))"),
+            ("APPLE_TEAM_ID", appleTeamID.isEmpty ? "(none)" : appleTeamID),
+            ("APPLE_KEY_ID", appleKeyID.isEmpty ? "(none)" : appleKeyID),
+            ("APPLE_PRIVATE_KEY_FILE", applePrivateKeyPEM.isEmpty ? "(none)" : "<redacted>"),
+            ("APPLE_CLIENT_IDS", list(appleClientIDs)),
+            ("APPLE_BASE_URL", appleBaseURL.absoluteString),
+            ("APPLE_REDIRECT_URI", appleRedirectURI?.absoluteString ?? "(none: web flow off)"),
+            ("ORCHARD_PUBLIC_URL", publicURL?.absoluteString ?? siteOrigin.map { "(\($0), from APPLE_REDIRECT_URI)" } ?? "(none)"),
+            ("APPLE_WEB_CLIENT_ID", appleWebClientID ?? webClientID.map { "(\($0), the first client id)" } ?? "(none)"),
+            ("ORCHARD_WEBHOOK_URLS", list(webhookURLs.map(\.absoluteString))),
+            ("ORCHARD_WEBHOOK_SECRET", webhookSecret == nil ? "(none)" : "<redacted>"),
+            ("ORCHARD_CONSENT_REVOKED_POLICY", consentRevokedPolicy.rawValue),
+            ("ORCHARD_REFRESH_VALIDATION_INTERVAL", seconds(refreshValidationInterval)),
+            ("ORCHARD_SESSION_TTL", seconds(sessionTTL)),
+            ("ORCHARD_NONCE_LIFETIME", seconds(nonceLifetime)),
+            ("ORCHARD_CLOCK_LEEWAY", seconds(clockLeeway)),
+            ("ORCHARD_SHUTDOWN_GRACE", seconds(shutdownGrace)),
+            ("ORCHARD_RATE_LIMIT_PER_MINUTE", rateLimitPerMinute == 0 ? "0 (off)" : String(rateLimitPerMinute)),
+            ("ORCHARD_TRUSTED_PROXIES", list(trustedProxies.map(\.description))),
+            ("ORCHARD_TLS_CERT_FILE", tlsCertificateFile ?? "(none: plain HTTP)"),
+            ("ORCHARD_TLS_KEY_FILE", tlsKeyFile ?? "(none)"),
+            ("ORCHARD_METRICS_HOST", metricsHost),
+            ("ORCHARD_METRICS_PORT", metricsPort.map(String.init) ?? "(none: /metrics on the public listener)"),
+            ("ORCHARD_LOG_LEVEL", logLevel.rawValue),
+        ]
+    }
+
+    /// Where `name` was set: the environment wins over the file, as when loading.
+    public static func source(
+        of name: String,
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        file: ConfigReader?
+    ) -> Source {
+        if let value = environment[name], !value.trimmingCharacters(in: .whitespaces).isEmpty { return .environment }
+        let key = ConfigKey([name])
+        if let file,
+            file.string(forKey: key) != nil || file.int(forKey: key) != nil || file.double(forKey: key) != nil
+                || file.bool(forKey: key) != nil
+        {
+            return .file
+        }
+        return .default
+    }
+
+    /// The checks `serve` makes after loading, at once: the Apple key is a usable P-256 key, and the TLS files (if any)
+    /// are a certificate chain and its key.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the setting at fault.
+    public func checkFiles() throws(ConfigurationError) {
+        if !applePrivateKeyPEM.isEmpty {
+            do {
+                _ = try ClientSecretSigner(teamID: appleTeamID, keyID: appleKeyID, privateKeyPEM: applePrivateKeyPEM, clock: SystemWallClock())
+            } catch {
+                throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "is not a usable P-256 private key (.p8)")
+            }
+        }
+        _ = try ServerTLS.serverBuilder(self)
+    }
+
+    /// A PostgreSQL URL with its password replaced by `<redacted>`.
+    static func redactingPassword(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "redacted"
+        return (components.string ?? url).replacingOccurrences(of: ":redacted@", with: ":<redacted>@")
+    }
+}

@@ -1,0 +1,51 @@
+import ArgumentParser
+import Configuration
+import Foundation
+import OrchardServer
+import SystemPackage
+
+/// `orchard config check`.
+struct ConfigCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "The configuration serve would use.",
+        subcommands: [Check.self]
+    )
+
+    /// `orchard config check`.
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Load the configuration exactly as serve would and print every effective setting with its source.",
+            discussion: """
+                One line per setting: NAME=VALUE (environment|file|default). Vault keys, the Apple private key, the \
+                webhook secret and a database password are shown as <redacted>. Checks the key file, the vault keys, \
+                the URLs and the TLS files as serve does; exit 0 when serve would start with them, else 2 with one \
+                line naming the setting at fault.
+                """
+        )
+
+        func run() async throws {
+            let configuration = try await CommandSupport.loadConfiguration(needs: .all)
+            do {
+                try configuration.checkFiles()
+            } catch {
+                CommandSupport.fail(error)
+            }
+            let environment = ProcessInfo.processInfo.environment
+            var file: ConfigReader?
+            if let path = environment["ORCHARD_CONFIG_FILE"], !path.isEmpty {
+                if path.hasSuffix(".yaml") || path.hasSuffix(".yml") {
+                    file = (try? await FileProvider<YAMLSnapshot>(filePath: FilePath(path))).map { ConfigReader(provider: $0) }
+                } else {
+                    file = (try? await FileProvider<JSONSnapshot>(filePath: FilePath(path))).map { ConfigReader(provider: $0) }
+                }
+            }
+            for (name, value) in configuration.effectiveSettings {
+                let source = OrchardConfiguration.source(of: name, environment: environment, file: file)
+                print("\(name)=\(value) (\(source.rawValue))")
+            }
+            if let path = environment["ORCHARD_CONFIG_FILE"], !path.isEmpty { print("ORCHARD_CONFIG_FILE=\(path) (environment)") }
+            FileHandle.standardError.write(Data("orchard: the configuration is usable\n".utf8))
+        }
+    }
+}
