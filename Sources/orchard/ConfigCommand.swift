@@ -2,7 +2,6 @@ import ArgumentParser
 import Configuration
 import Foundation
 import OrchardServer
-import SystemPackage
 
 /// `orchard config check`.
 struct ConfigCommand: AsyncParsableCommand {
@@ -32,13 +31,11 @@ struct ConfigCommand: AsyncParsableCommand {
                 CommandSupport.fail(error)
             }
             let environment = ProcessInfo.processInfo.environment
-            var file: ConfigReader?
-            if let path = environment["ORCHARD_CONFIG_FILE"], !path.isEmpty {
-                if path.hasSuffix(".yaml") || path.hasSuffix(".yml") {
-                    file = (try? await FileProvider<YAMLSnapshot>(filePath: FilePath(path))).map { ConfigReader(provider: $0) }
-                } else {
-                    file = (try? await FileProvider<JSONSnapshot>(filePath: FilePath(path))).map { ConfigReader(provider: $0) }
-                }
+            let file: ConfigReader?
+            do {
+                file = try await OrchardConfiguration.makeFileReader(environment: environment)
+            } catch {
+                CommandSupport.fail(error)
             }
             for (name, value) in configuration.effectiveSettings {
                 let source = OrchardConfiguration.source(of: name, environment: environment, file: file)

@@ -67,13 +67,7 @@ extension OrchardConfiguration {
         file: ConfigReader?
     ) -> Source {
         if let value = environment[name], !value.trimmingCharacters(in: .whitespaces).isEmpty { return .environment }
-        let key = ConfigKey([name])
-        if let file,
-            file.string(forKey: key) != nil || file.int(forKey: key) != nil || file.double(forKey: key) != nil
-                || file.bool(forKey: key) != nil
-        {
-            return .file
-        }
+        if file?.settingText(name) != nil { return .file }
         return .default
     }
 

@@ -21,17 +21,29 @@ extension OrchardConfiguration {
             guard FileManager.default.fileExists(atPath: file) else {
                 throw ConfigurationError(setting: "ORCHARD_CONFIG_FILE", problem: "no file at \(file)")
             }
-            do {
-                if file.hasSuffix(".yaml") || file.hasSuffix(".yml") {
-                    providers.append(try await FileProvider<YAMLSnapshot>(filePath: FilePath(file)))
-                } else {
-                    providers.append(try await FileProvider<JSONSnapshot>(filePath: FilePath(file)))
-                }
-            } catch {
-                throw ConfigurationError(setting: "ORCHARD_CONFIG_FILE", problem: "cannot read \(file) as JSON or YAML: \(error)")
-            }
+            providers.append(try await fileProvider(file))
         }
         return ConfigReader(providers: providers)
+    }
+
+    /// The provider of the file `ORCHARD_CONFIG_FILE` names: YAML by its `.yaml`/`.yml` extension, else JSON.
+    static func fileProvider(_ file: String) async throws(ConfigurationError) -> any ConfigProvider {
+        do {
+            if file.hasSuffix(".yaml") || file.hasSuffix(".yml") {
+                return try await FileProvider<YAMLSnapshot>(filePath: FilePath(file))
+            }
+            return try await FileProvider<JSONSnapshot>(filePath: FilePath(file))
+        } catch {
+            throw ConfigurationError(setting: "ORCHARD_CONFIG_FILE", problem: "cannot read \(file) as JSON or YAML: \(error)")
+        }
+    }
+
+    /// Only the file `ORCHARD_CONFIG_FILE` names (`nil` when it is not set), to tell which settings came from it.
+    public static func makeFileReader(
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) async throws(ConfigurationError) -> ConfigReader? {
+        guard let file = environment["ORCHARD_CONFIG_FILE"], !file.isEmpty else { return nil }
+        return ConfigReader(provider: try await fileProvider(file))
     }
 
     /// Reads and validates every setting; the groups in `needs` must be present.
@@ -185,15 +197,7 @@ private struct Settings {
     let reader: ConfigReader
 
     func text(_ key: String, secret: Bool = false) -> String? {
-        let configKey = ConfigKey([key])
-        let value =
-            reader.string(forKey: configKey, isSecret: secret)
-            ?? reader.int(forKey: configKey, isSecret: secret).map(String.init)
-            ?? reader.double(forKey: configKey, isSecret: secret).map { String($0) }
-            ?? reader.bool(forKey: configKey, isSecret: secret).map { String($0) }
-        guard let value else { return nil }
-        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
-        return trimmed.isEmpty ? nil : trimmed
+        reader.settingText(key, secret: secret)
     }
 
     func integer(_ key: String, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int? {
@@ -226,5 +230,20 @@ private struct Settings {
             )
         }
         return level
+    }
+}
+
+extension ConfigReader {
+    /// A setting as text, whether the provider holds it as a string, a number or a boolean; trimmed, `nil` when empty.
+    func settingText(_ key: String, secret: Bool = false) -> String? {
+        let configKey = ConfigKey([key])
+        let value =
+            string(forKey: configKey, isSecret: secret)
+            ?? int(forKey: configKey, isSecret: secret).map(String.init)
+            ?? double(forKey: configKey, isSecret: secret).map { String($0) }
+            ?? bool(forKey: configKey, isSecret: secret).map { String($0) }
+        guard let value else { return nil }
+        let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : trimmed
     }
 }
