@@ -16,25 +16,36 @@ struct BrowserTests {
         .timeLimit(.minutes(5))
     )
     func accountPageInChromium() async throws {
-        let script = Self.root.appendingPathComponent("Tests/browser/account_page_test.py")
-        let output = Self.root.appendingPathComponent("test-output/browser")
-        var arguments = [script.path, "--orchard", OrchardProcess.executable.path, "--out", output.path]
-        // On the PostgreSQL pass, `orchard serve` uses a fresh database of the test cluster; on SQLite, its own file.
+        try await Self.runPythonSuite(
+            "Tests/browser/account_page_test.py",
+            output: "test-output/browser",
+            name: "the browser tests",
+            missing: "no Chromium, chromedriver or selenium"
+        )
+    }
+
+    /// Runs a Python suite that starts its own `orchard` processes (on the PostgreSQL pass, against a fresh database
+    /// of the test cluster) and checks its verdict: exit 0 with `PASS`; 77 (what it needs is not installed, allowed
+    /// only outside CI) and a missing python3 outside CI are loud skips; anything else fails the test.
+    static func runPythonSuite(_ script: String, output: String, name: String, missing: String) async throws {
+        var arguments = [
+            root.appendingPathComponent(script).path, "--orchard", OrchardProcess.executable.path,
+            "--out", root.appendingPathComponent(output).path,
+        ]
         let database = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
         if let database, case .postgres(url: let url) = database.url { arguments += ["--database-url", url] }
-        let (status, text) = await Self.python(arguments)
+        let (status, text) = await python(arguments)
         await database?.remove()
         print(text)
         switch status {
         case 0:
             #expect(text.contains("PASS"))
         case 77:
-            // No browser here, and not under CI=true (the script fails there instead): skipped, loudly.
-            print("WARNING: the browser tests were SKIPPED (no Chromium, chromedriver or selenium; see scripts/ci-setup)")
+            print("WARNING: \(name) were SKIPPED (\(missing); see scripts/ci-setup)")
         case 127 where ProcessInfo.processInfo.environment["CI"] != "true":
-            print("WARNING: the browser tests were SKIPPED: no python3 here (see scripts/ci-setup)")
+            print("WARNING: \(name) were SKIPPED: no python3 here (see scripts/ci-setup)")
         default:
-            Issue.record("the browser suite failed (exit \(status)); see test-output/browser/:\n\(text)")
+            Issue.record("\(name) failed (exit \(status)); see \(output)/:\n\(text)")
         }
     }
 
