@@ -52,6 +52,14 @@ public struct AppleIDTestTokens: Sendable {
         return input + "." + Self.base64URL(signature.rawRepresentation)
     }
 
+    /// An RS256 JWS whose payload is exactly `payload`, JSON or not: the fuzzers reach the claims' decoding with it.
+    public func sign(payload: Data, header: [String: Any]? = nil) throws -> String {
+        let headerJSON = try JSONSerialization.data(withJSONObject: header ?? self.header, options: [.sortedKeys])
+        let input = Self.base64URL(headerJSON) + "." + Self.base64URL(payload)
+        let signature = try privateKey.signature(for: SHA256.hash(data: Data(input.utf8)), padding: .insecurePKCS1v1_5)
+        return input + "." + Self.base64URL(signature.rawRepresentation)
+    }
+
     /// An unsecured JWS: header `alg` `none` (with this key's `kid`) and an empty signature.
     public func unsecured(_ claims: [String: Any]) throws -> String {
         try Self.signingInput(header: ["kid": kid, "alg": "none"], claims: claims) + "."

@@ -16,7 +16,7 @@ struct ServeProcessTests {
         var environment: [String: String]
         let http: HTTPClient
 
-        static func start() async throws -> Setup {
+        static func start(timeoutHold: Duration = .seconds(8)) async throws -> Setup {
             let key = AppleEmulatorConfiguration.makeClientKey()
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             let emulator = try AppleEmulator(
@@ -25,7 +25,7 @@ struct ServeProcessTests {
                     keyID: "KEYID12345",
                     clientIDs: ["com.example.orchard.app"],
                     clientPublicKeyPEM: key.publicKeyPEM,
-                    timeoutHold: .seconds(8)
+                    timeoutHold: timeoutHold
                 ),
                 httpClient: http
             )
@@ -92,7 +92,11 @@ struct ServeProcessTests {
     func gracefulDrain() async throws {
         let setup = try await Setup.start()
         defer { Task { await setup.stop() } }
-        let serve = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
+        // A grace far above the 3 s call: on a loaded machine the emulator (in this test process) answers late, and the
+        // test is about the call being let finish and recorded, not about a tight grace.
+        var environment = setup.environment
+        environment["ORCHARD_SHUTDOWN_GRACE"] = "30"
+        let serve = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
         let client = setup.client(serve)
         let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
         let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
@@ -110,7 +114,7 @@ struct ServeProcessTests {
         let status = await serve.terminate()
         let took = ContinuousClock.now - started
         #expect(status == 0, "\(serve.logText)")
-        #expect(took < .seconds(10), "shutdown took \(took), past ORCHARD_SHUTDOWN_GRACE: \(serve.logText)")
+        #expect(took < .seconds(30), "shutdown took \(took), past ORCHARD_SHUTDOWN_GRACE: \(serve.logText)")
         // The call in flight was let finish (Apple answered after its 3 s) and its outcome recorded before exit.
         let revokes = setup.emulator.calls(to: .revoke)
         #expect(revokes.count == 2)
@@ -254,10 +258,19 @@ struct ServeProcessTests {
         let deleted = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
         #expect(deleted.status == 0, "\(deleted.standardError)")
         // Revoked within the 5 s wait, or (on a loaded machine) queued and revoked by the running server's worker.
-        #expect(deleted.standardOutput.contains("apple_revocation: revoked") || deleted.standardOutput.contains("apple_revocation: pending"))
+        let revokedInline = deleted.standardOutput.contains("apple_revocation: revoked")
+        #expect(revokedInline || deleted.standardOutput.contains("apple_revocation: pending"))
         #expect(await eventually(timeout: 30) { setup.emulator.calls(to: .revoke).contains { $0.status == 200 } })
-        try await Task.sleep(for: .seconds(1.5))
-        #expect(setup.emulator.calls(to: .revoke).filter { $0.status == 200 }.count == 1)
+        let drained = await eventually(timeout: 30) {
+            (try? OrchardProcess.run(["accounts", "revocations"], environment: setup.environment))?.standardOutput.contains("(none pending)") == true
+        }
+        #expect(drained)
+        // Seen accepted by the command: Apple was asked once. Answered "pending", the command's own call may have reached
+        // Apple after its wait ended, and the server's retry then asks again (revocation is at least once; Apple's
+        // revoke is idempotent).
+        if revokedInline {
+            #expect(setup.emulator.calls(to: .revoke).filter { $0.status == 200 }.count == 1)
+        }
         let session = try await client.request(.GET, "/v1/session", bearer: token)
         #expect(session["reason"] == "account_deleted")
         let missing = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
