@@ -1,0 +1,97 @@
+public import Foundation
+
+/// What OrchardKit keeps between launches: the session token and the account it belongs to.
+public struct StoredSession: Sendable, Hashable, Codable {
+    /// The bearer token of the session.
+    public var token: String
+    /// When Orchard ends the session by itself.
+    public var expiresAt: Date
+    /// The account, as Orchard last described it.
+    public var account: Account
+
+    /// Creates a stored session.
+    public init(token: String, expiresAt: Date, account: Account) {
+        self.token = token
+        self.expiresAt = expiresAt
+        self.account = account
+    }
+}
+
+/// Where the session is kept: ``KeychainSessionStore`` on Apple platforms, ``FileSessionStore`` elsewhere,
+/// ``InMemorySessionStore`` in tests.
+public protocol SessionStore: Sendable {
+    /// The stored session, if any.
+    func load() throws -> StoredSession?
+    /// Stores `session`, replacing any other.
+    func save(_ session: StoredSession) throws
+    /// Removes the stored session; removing nothing is not an error.
+    func remove() throws
+}
+
+/// A session kept in memory only: for tests and previews.
+public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
+    private let lock = NSLock()
+    private var session: StoredSession?
+
+    /// Creates a store holding `session`.
+    public init(_ session: StoredSession? = nil) {
+        self.session = session
+    }
+
+    public func load() throws -> StoredSession? { lock.withLock { session } }
+    public func save(_ session: StoredSession) throws { lock.withLock { self.session = session } }
+    public func remove() throws { lock.withLock { session = nil } }
+}
+
+/// A session kept in a JSON file that only the app's user can read (mode 0600), written atomically.
+public struct FileSessionStore: SessionStore {
+    /// The file.
+    public let url: URL
+
+    /// Creates a store in `url` (its folder is created when missing, mode 0700).
+    public init(url: URL) {
+        self.url = url
+    }
+
+    public func load() throws -> StoredSession? {
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        return try OrchardJSON.decoder.decode(StoredSession.self, from: Data(contentsOf: url))
+    }
+
+    public func save(_ session: StoredSession) throws {
+        let folder = url.deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        // Created 0600 before a byte is written, then renamed over the old file: never readable by others, never half.
+        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
+        guard
+            FileManager.default.createFile(
+                atPath: temporary.path,
+                contents: try OrchardJSON.encoder.encode(session),
+                attributes: [.posixPermissions: 0o600]
+            )
+        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path]) }
+        if rename(temporary.path, url.path) != 0 {
+            try? FileManager.default.removeItem(at: temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+    }
+
+    public func remove() throws {
+        guard FileManager.default.fileExists(atPath: url.path) else { return }
+        try FileManager.default.removeItem(at: url)
+    }
+}
+
+enum OrchardJSON {
+    static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+}

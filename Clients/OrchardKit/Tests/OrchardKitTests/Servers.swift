@@ -1,0 +1,225 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `orchard apple-emulator` and `orchard serve`, started as processes from `ORCHARD_BINARY` (default: the main
+/// package's `.build/debug/orchard`), on loopback, with a SQLite file in a temporary folder.
+final class Servers: @unchecked Sendable {
+    static let clientID = "com.example.orchard.app"
+
+    let folder: URL
+    let emulatorURL: URL
+    let orchardURL: URL
+    let databasePath: String
+    private let emulator: Process
+    private let serve: Process
+
+    static var binary: URL {
+        if let path = ProcessInfo.processInfo.environment["ORCHARD_BINARY"] { return URL(fileURLWithPath: path) }
+        // Clients/OrchardKit/Tests/OrchardKitTests/Servers.swift → the repository's root.
+        var root = URL(fileURLWithPath: #filePath)
+        for _ in 0..<5 { root.deleteLastPathComponent() }
+        return root.appendingPathComponent(".build/debug/orchard")
+    }
+
+    /// Starts both; `validationInterval` is serve's `ORCHARD_REFRESH_VALIDATION_INTERVAL` in seconds.
+    static func start(validationInterval: Int = 86_400) async throws -> Servers {
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw Failure("no orchard binary at \(binary.path): build the main package first (swift build), or set ORCHARD_BINARY")
+        }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchardkit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let port = try freePort()
+        let orchardURL = URL(string: "http://127.0.0.1:\(port)")!
+
+        let emulatorOutput = folder.appendingPathComponent("emulator.log")
+        let emulator = try launch(
+            [
+                "apple-emulator", "--client-ids", clientID, "--write-client-key", folder.appendingPathComponent("key.p8").path,
+                "--notify-url", orchardURL.appendingPathComponent("v1/apple/notifications").absoluteString,
+            ],
+            environment: [:],
+            log: emulatorOutput
+        )
+        let listening = try await poll("the emulator to listen") {
+            let text = (try? String(contentsOf: emulatorOutput, encoding: .utf8)) ?? ""
+            return text.split(separator: "\n").first { $0.hasPrefix("Apple emulator listening on ") }.map {
+                String($0.dropFirst("Apple emulator listening on ".count))
+            }
+        }
+        let settings = ((try? String(contentsOf: emulatorOutput, encoding: .utf8)) ?? "").split(separator: "\n")
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix("APPLE_") }
+            .reduce(into: [String: String]()) { settings, line in
+                let parts = line.split(separator: "=", maxSplits: 1).map(String.init)
+                if parts.count == 2 { settings[parts[0]] = parts[1] }
+            }
+
+        let databasePath = folder.appendingPathComponent("orchard.sqlite").path
+        var environment = settings
+        environment["ORCHARD_PORT"] = String(port)
+        environment["ORCHARD_DATABASE_URL"] = "sqlite:\(databasePath)"
+        environment["ORCHARD_VAULT_KEYS"] = "k1:" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        environment["ORCHARD_REFRESH_VALIDATION_INTERVAL"] = String(validationInterval)
+        environment["ORCHARD_RATE_LIMIT_PER_MINUTE"] = "0"
+        environment["ORCHARD_LOG_LEVEL"] = "warning"
+        let serve = try launch(["serve"], environment: environment, log: folder.appendingPathComponent("serve.log"))
+        let servers = Servers(
+            folder: folder,
+            emulatorURL: URL(string: listening)!,
+            orchardURL: orchardURL,
+            databasePath: databasePath,
+            emulator: emulator,
+            serve: serve
+        )
+        _ = try await poll("orchard serve to be ready") { () -> Bool? in
+            guard serve.isRunning else { throw Failure("orchard serve exited: \(servers.serveLog)") }
+            let ready = try? await URLSession.shared.data(from: orchardURL.appendingPathComponent("health/ready"))
+            return (ready?.1 as? HTTPURLResponse)?.statusCode == 200 ? true : nil
+        }
+        return servers
+    }
+
+    private init(folder: URL, emulatorURL: URL, orchardURL: URL, databasePath: String, emulator: Process, serve: Process) {
+        self.folder = folder
+        self.emulatorURL = emulatorURL
+        self.orchardURL = orchardURL
+        self.databasePath = databasePath
+        self.emulator = emulator
+        self.serve = serve
+    }
+
+    var serveLog: String { (try? String(contentsOf: folder.appendingPathComponent("serve.log"), encoding: .utf8)) ?? "" }
+
+    func stop() {
+        for process in [serve, emulator] where process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    // MARK: - The emulator's control API
+
+    struct Authorization: Decodable {
+        var identityToken: String
+        var authorizationCode: String
+        var sub: String
+        enum CodingKeys: String, CodingKey {
+            case sub
+            case identityToken = "identity_token"
+            case authorizationCode = "authorization_code"
+        }
+    }
+
+    /// The user's consent on Apple's sheet: an identity token carrying `nonce` and an authorization code.
+    func authorize(sub: String, nonce: String) async throws -> Authorization {
+        let body: [String: Any] = [
+            "client_id": Self.clientID, "nonce": nonce,
+            "user": ["sub": sub, "email": "\(sub)@privaterelay.appleid.com", "first_name": "Ada", "last_name": "Lovelace"],
+        ]
+        return try JSONDecoder().decode(Authorization.self, from: try await control("authorize", body))
+    }
+
+    /// The user removes the app in their Apple ID settings.
+    func revokeGrant(sub: String) async throws {
+        _ = try await control("revoke-grant", ["sub": sub, "client_id": Self.clientID])
+    }
+
+    /// Apple's server-to-server notification of `type` for `sub`, posted to Orchard; returns Orchard's status.
+    func notify(_ type: String, sub: String) async throws -> Int {
+        let answer = try await control("notifications", ["type": type, "sub": sub, "client_id": Self.clientID, "send": true])
+        return (try JSONSerialization.jsonObject(with: answer) as? [String: Any])?["status"] as? Int ?? 0
+    }
+
+    /// Apple's `/auth/revoke` answers `status` for the next `count` calls.
+    func failRevocations(status: Int, count: Int) async throws {
+        _ = try await control("failures", ["endpoint": "revoke", "status": status, "count": count])
+    }
+
+    /// Calls to `/auth/revoke` Apple answered 200.
+    func acceptedRevocations() async throws -> Int {
+        var request = URLRequest(url: emulatorURL.appendingPathComponent("_emulator/calls"))
+        request.httpMethod = "GET"
+        let (data, _) = try await URLSession.shared.data(for: request)
+        let calls = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["calls"] as? [[String: Any]] ?? []
+        return calls.filter { ($0["endpoint"] as? String) == "revoke" && ($0["status"] as? Int) == 200 }.count
+    }
+
+    private func control(_ path: String, _ body: [String: Any]) async throws -> Data {
+        var request = URLRequest(url: emulatorURL.appendingPathComponent("_emulator/\(path)"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        guard let status = (response as? HTTPURLResponse)?.statusCode, (200..<300).contains(status) else {
+            throw Failure(
+                "POST /_emulator/\(path) answered \((response as? HTTPURLResponse)?.statusCode ?? 0): \(String(decoding: data, as: UTF8.self))"
+            )
+        }
+        return data
+    }
+
+    /// Runs SQL on Orchard's SQLite file with Python's sqlite3 (what the operator's own tools would see).
+    func sql(_ statement: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [
+            "python3", "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", databasePath, statement,
+        ]
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw Failure("python3 sqlite3 failed on: \(statement)") }
+    }
+
+    // MARK: - Processes
+
+    private static func launch(_ arguments: [String], environment: [String: String], log: URL) throws -> Process {
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()].merging(environment) { $1 }
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        return process
+    }
+
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw Failure("no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// A test step that did not go as expected.
+struct Failure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Polls `condition` every 50 ms until it returns a value, for at most `timeout` seconds.
+func poll<T>(_ what: String, timeout: Double = 30, _ condition: () async throws -> T?) async throws -> T {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if let value = try await condition() { return value }
+        try await Task.sleep(nanoseconds: 50_000_000)
+    }
+    throw Failure("timed out waiting for \(what)")
+}
