@@ -12,7 +12,7 @@ public protocol DatabaseClient: Sendable {
     /// Runs `body` in one transaction on one connection; commits when it returns, rolls back when it throws.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
     /// Makes a committed deletion final in the files (SQLite: checkpoint and truncate the WAL, so no copy of a deleted
-    /// row lingers in it; PostgreSQL: nothing, see README).
+    /// row lingers in it; PostgreSQL: nothing, see docs/deletion.md).
     func purgeDeletedData() async throws
     /// Closes the connections.
     func close() async

@@ -7,7 +7,7 @@ struct Orchard: AsyncParsableCommand {
         commandName: "orchard",
         abstract: "Sign in with Apple, the whole account lifecycle: sign-in, sessions, deletion with token revocation.",
         discussion: """
-            Configuration comes from environment variables (see README.md), or a JSON/YAML file named by \
+            Configuration comes from environment variables (see docs/configuration.md), or a JSON/YAML file named by \
             ORCHARD_CONFIG_FILE; the environment wins.
             """,
         subcommands: [

@@ -73,7 +73,7 @@ struct DeletionTests {
                 }
             }
             // On SQLite not even ciphertext is left: every sealed value was removed with its row and overwritten.
-            // (PostgreSQL keeps dead rows until vacuum; README says what remains there and for how long.)
+            // (PostgreSQL keeps dead rows until vacuum; docs/deletion.md says what remains there and for how long.)
             if h.testDatabase.backend == .sqlite {
                 for file in files {
                     #expect(file.bytes.range(of: Data("v1.test1.".utf8)) == nil, "ciphertext left in \(file.name)")

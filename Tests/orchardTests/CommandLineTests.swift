@@ -117,6 +117,17 @@ struct CommandLineTests {
         #expect(try OrchardProcess.run(["no-such-command"]).status == 64)
     }
 
+    @Test("shell completion scripts for bash, zsh and fish name every command")
+    func completionScripts() throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let script = try OrchardProcess.run(["--generate-completion-script", shell])
+            #expect(script.status == 0)
+            for command in ["serve", "accounts", "vault", "config", "apple-emulator", "token"] {
+                #expect(script.standardOutput.contains(command), "the \(shell) completion lacks \(command)")
+            }
+        }
+    }
+
     @Test("migrate creates the schema with no other configuration, and is idempotent")
     func migrate() throws {
         let directory = try TemporaryDirectory()

@@ -2,8 +2,8 @@ import Foundation
 import OrchardServer
 import Testing
 
-/// The configuration reference cannot drift from the code: every setting the loader reads is in README's table, every
-/// setting the table names is read, and `orchard config check` shows each of them.
+/// The configuration reference cannot drift from the code: every setting the loader reads is in the table of
+/// docs/configuration.md ("Settings"), every setting the table names is read, and `orchard config check` shows each of them.
 @Suite("The documented settings are the settings read")
 struct DocumentedSettingsTests {
     static func names(in text: some StringProtocol, quote: Character) -> Set<String> {
@@ -23,11 +23,11 @@ struct DocumentedSettingsTests {
         return names
     }
 
-    @Test("README's configuration table, the loader's reads and config check's lines name the same settings")
+    @Test("docs/configuration.md's settings table, the loader's reads and config check's lines name the same settings")
     func sameSettings() throws {
         let root = BrowserTests.root
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "\n## ").first { $0.hasPrefix("Running it for real") })
+        let readme = try String(contentsOf: root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## ").first { $0.hasPrefix("Settings") })
         let tableRows = section.split(separator: "\n").filter { $0.hasPrefix("| `") }
         let documented = Self.names(in: tableRows.map { $0.split(separator: "|").first ?? "" }.joined(separator: " "), quote: "`")
 

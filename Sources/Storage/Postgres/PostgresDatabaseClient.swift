@@ -101,7 +101,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         }
     }
 
-    /// Nothing to do at once: PostgreSQL keeps deleted rows until vacuum and old pages in its WAL (see README).
+    /// Nothing to do at once: PostgreSQL keeps deleted rows until vacuum and old pages in its WAL (see docs/deletion.md).
     public func purgeDeletedData() async throws {}
 
     /// Stops the pool.
