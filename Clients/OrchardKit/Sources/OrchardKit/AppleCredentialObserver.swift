@@ -1,6 +1,6 @@
 #if canImport(AuthenticationServices)
 public import AuthenticationServices
-public import Foundation
+import Foundation
 #if canImport(UIKit)
 import UIKit
 #elseif canImport(AppKit)
@@ -41,24 +41,33 @@ extension FirstAuthorizationUser {
 public final class AppleCredentialObserver: Sendable {
     private let tasks: [Task<Void, Never>]
 
-    /// Starts watching for `client`.
+    /// Starts watching for `client`. Call it on the main actor (AppKit's notification names are main-actor API).
+    @MainActor
     public init(client: OrchardClient) {
-        var names = [ASAuthorizationAppleIDProvider.credentialRevokedNotification]
         #if canImport(UIKit) && !os(watchOS)
-        names.append(UIApplication.willEnterForegroundNotification)
+        let foreground: Notification.Name? = UIApplication.willEnterForegroundNotification
         #elseif canImport(AppKit)
-        names.append(NSApplication.didBecomeActiveNotification)
+        let foreground: Notification.Name? = NSApplication.didBecomeActiveNotification
+        #else
+        let foreground: Notification.Name? = nil
         #endif
-        var tasks = [Task { _ = await client.checkAppleCredentialState() }]
-        for name in names {
+        // Detached: the loops run off the main actor, so no `Notification` crosses an isolation boundary.
+        var tasks = [
+            Task.detached { _ = await client.checkAppleCredentialState() },
+            Task.detached {
+                for await _ in NotificationCenter.default
+                    .notifications(named: ASAuthorizationAppleIDProvider.credentialRevokedNotification)
+                    .map({ _ in () })
+                {
+                    await client.appleCredentialWasRevoked()
+                }
+            },
+        ]
+        if let foreground {
             tasks.append(
-                Task {
-                    for await _ in NotificationCenter.default.notifications(named: name).map({ _ in () }) {
-                        if name == ASAuthorizationAppleIDProvider.credentialRevokedNotification {
-                            await client.appleCredentialWasRevoked()
-                        } else {
-                            _ = await client.checkAppleCredentialState()
-                        }
+                Task.detached {
+                    for await _ in NotificationCenter.default.notifications(named: foreground).map({ _ in () }) {
+                        _ = await client.checkAppleCredentialState()
                     }
                 }
             )

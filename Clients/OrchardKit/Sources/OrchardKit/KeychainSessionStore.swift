@@ -4,6 +4,10 @@ import Security
 
 /// A session kept in the Keychain: a generic password readable after the device's first unlock, on this device only
 /// (`kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly`: never in backups, never synced to other devices).
+///
+/// Before the device's first unlock after a restart, ``load()`` throws (`errSecInteractionNotAllowed`), and so does
+/// ``OrchardClient/init(baseURL:store:urlSession:credentialStates:)``: create the client when the app is launched
+/// into the foreground, not from a background launch before the first unlock.
 public struct KeychainSessionStore: SessionStore {
     /// The Keychain service the item is filed under.
     public let service: String
@@ -23,7 +27,14 @@ public struct KeychainSessionStore: SessionStore {
     }
 
     private var query: [String: Any] {
-        [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: account]
+        [
+            kSecClass as String: kSecClassGenericPassword,
+            kSecAttrService as String: service,
+            kSecAttrAccount as String: account,
+            // macOS: the iOS-style keychain, where kSecAttrAccessible applies (it needs a signed app with the keychain
+            // entitlement); the other platforms always use it.
+            kSecUseDataProtectionKeychain as String: true,
+        ]
     }
 
     public func load() throws -> StoredSession? {
