@@ -70,7 +70,9 @@ public final class TestDatabase: Sendable {
             try await adminClient.withDatabase { db in try await db.raw("CREATE DATABASE \(unsafeRaw: name)").run() }
             await adminClient.close()
             let url = Self.replacingDatabase(in: admin, with: name)
-            let client = try PostgresDatabaseClient.open(url: url, poolSize: 10, caFile: nil, logger: logger)
+            // Tests are not about PostgreSQL's deadline (DatabaseOutageTests stops a cluster for that): on a loaded
+            // machine (8 tests at once beside a release build) a query waited past the 5 s default and a sign-in failed.
+            let client = try PostgresDatabaseClient.open(url: url, poolSize: 10, caFile: nil, deadline: .seconds(30), logger: logger)
             return TestDatabase(backend: .postgres, client: client, url: .postgres(url: url), directory: directory, postgresName: name)
         }
     }
