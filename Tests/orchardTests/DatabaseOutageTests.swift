@@ -79,6 +79,9 @@ struct DatabaseOutageTests {
         let setup = try await ServeProcessTests.Setup.start()
         var environment = setup.environment
         environment["ORCHARD_DATABASE_URL"] = cluster.url
+        // Not a test of the grace (ServeProcessTests has one): on a loaded machine, the shutdown after the outage took
+        // longer than 10 s + 5 s, and ServiceLifecycle ends an overdue group with a crash.
+        environment["ORCHARD_SHUTDOWN_GRACE"] = "60"
         let serve = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
         do {
             let client = setup.client(serve)
@@ -133,8 +136,9 @@ struct DatabaseOutageTests {
             }
             #expect(forwardingOff, "the resent notification was not acted on: \(serve.logText.suffix(4000))")
             let seen = statuses.withLock { $0 }
+            // Whatever the background load got answered, none was a 500. (Whether any of its requests fell inside the
+            // outage depends on the machine's load; the 503s are asserted directly above.)
             #expect(!seen.contains(500), "a 500 was answered during the outage")
-            #expect(seen.contains(503))
             let status = await serve.terminate()
             #expect(status == 0, "serve exited \(status): \(serve.logText.suffix(4000))")
         } catch {
