@@ -20,9 +20,7 @@ struct DeletionTests {
     }
 
     static func count(_ h: OrchardHarness, _ sql: String) async throws -> Int {
-        try await h.database.withDatabase { db in
-            try await db.raw(SQLQueryString(sql)).first()?.decode(column: "n", as: Int.self) ?? 0
-        }
+        try await h.database.count(sql)
     }
 
     @Test("deletion revokes the refresh token with its hint, ends every session, and leaves an audit record only")

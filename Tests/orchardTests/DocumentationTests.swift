@@ -66,7 +66,8 @@ struct DocumentationTests {
         #expect(pages.contains { $0.path.hasSuffix("docs/README.md") })
         for page in pages {
             let text = try String(contentsOf: page, encoding: .utf8)
-            #expect(!text.contains("../shared"), "\(page.path) points outside the repository")
+            // Spelled in two parts so that this check is not itself a mention of the folder it forbids.
+            #expect(!text.contains("../" + "shared"), "\(page.path) points outside the repository")
             for match in text.matches(of: #/\]\(([^)\s]+)\)/#) {
                 let target = String(match.1)
                 if target.hasPrefix("http://") || target.hasPrefix("https://") || target.hasPrefix("#") || target.hasPrefix("mailto:") {

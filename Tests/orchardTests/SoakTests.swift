@@ -336,8 +336,6 @@ struct SoakTests {
     }
 
     static func count(_ database: TestDatabase, _ sql: String) async throws -> Int {
-        try await database.client.withDatabase { db in
-            try await db.raw(SQLQueryString(sql)).first()?.decode(column: "n", as: Int.self) ?? 0
-        }
+        try await database.client.count(sql)
     }
 }
