@@ -64,15 +64,21 @@ public final class HTTPFuzzing: Sendable {
             headers.append(("Cookie", String(cookie.prefix { $0 != ";" })))
             body = Data("state=\(state)&".utf8) + body
         }
-        send(.POST, "/v1/auth/apple/callback", body: body, headers: headers, input: input, forbidsSuccess: false)
-        if let response = lastCallback, let location = response.header("Location"), location.contains("signed_in") {
+        let response = send(.POST, "/v1/auth/apple/callback", body: body, headers: headers, input: input, forbidsSuccess: false)
+        if let location = response.header("Location"), location.contains("signed_in") {
             Fuzzer.bug("a forged callback signed in: \(location)", input: input)
         }
     }
 
-    nonisolated(unsafe) private var lastCallback: TestResponse?
-
-    private func send(_ method: HTTPMethod, _ path: String, body: Data, headers: [(String, String)], input: Data, forbidsSuccess: Bool) {
+    @discardableResult
+    private func send(
+        _ method: HTTPMethod,
+        _ path: String,
+        body: Data,
+        headers: [(String, String)],
+        input: Data,
+        forbidsSuccess: Bool
+    ) -> TestResponse {
         let client = self.client
         let outcome = Fuzzer.blocking { () -> Result<TestResponse, any Error> in
             do {
@@ -86,16 +92,16 @@ public final class HTTPFuzzing: Sendable {
         case .success(let answered): response = answered
         case .failure(let error): Fuzzer.bug("\(method) \(path) failed: \(error)", input: input)
         }
-        lastCallback = response
         let text = String(decoding: response.body, as: UTF8.self)
         if response.status >= 500 { Fuzzer.bug("\(method) \(path) answered \(response.status): \(text)", input: input) }
         if forbidsSuccess && response.status < 300 {
             Fuzzer.bug("\(method) \(path) accepted a forged input: \(response.status) \(text)", input: input)
         }
-        guard response.status >= 400 else { return }
+        guard response.status >= 400 else { return response }
         let problem = try? JSONSerialization.jsonObject(with: response.body) as? [String: Any]
         if response.header("Content-Type")?.hasPrefix("application/problem+json") != true || problem?["code"] as? String == nil {
             Fuzzer.bug("\(method) \(path) answered \(response.status) without a problem document: \(text)", input: input)
         }
+        return response
     }
 }
