@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 public import Foundation
 public import Logging
 public import Metrics
+import Tracing
 
 /// Calls Apple's REST endpoints: `/auth/token` (code exchange, refresh-token validation) and `/auth/revoke`.
 ///
@@ -120,14 +121,18 @@ public struct AppleRESTClient: Sendable {
         var logger = self.logger
         logger[metadataKey: "apple.endpoint"] = "\(endpoint.rawValue)"
         logger[metadataKey: "apple.client_id"] = "\(clientID)"
+        let url = baseURL.appending(path: path)
+        let span = AppleHTTPExchange.startSpan(method: "POST", path: path, url: url, endpoint: endpoint, clientID: clientID)
+        defer { span.end() }
         let secret = try await secrets.secret(for: clientID)
         let form = [("client_id", clientID), ("client_secret", secret.value)] + fields
-        let request = AppleHTTPExchange.formPost(to: baseURL.appending(path: path), fields: form)
+        let request = AppleHTTPExchange.formPost(to: url, fields: form)
 
         let started = ContinuousClock.now
         do throws(AppleIDError) {
             let exchange = try await AppleHTTPExchange.perform(request, httpClient: httpClient, timeout: timeout, logger: logger)
             logger[metadataKey: "apple.status"] = "\(exchange.status)"
+            span.attributes["http.response.status_code"] = exchange.status
             guard (200..<300).contains(exchange.status) else { throw Self.failure(status: exchange.status, body: exchange.body) }
             let value = try parse(exchange.body)
             AppleRequestMetrics.record(endpoint, .ok, duration: ContinuousClock.now - started, factory: metrics)
@@ -136,6 +141,8 @@ public struct AppleRESTClient: Sendable {
         } catch {
             AppleRequestMetrics.record(endpoint, AppleRequestMetrics.outcome(for: error), duration: ContinuousClock.now - started, factory: metrics)
             let metadata: Logger.Metadata = ["apple.error": "\(error.appleErrorCode?.rawValue ?? error.code.rawValue)"]
+            span.attributes["error.type"] = error.appleErrorCode?.rawValue ?? error.code.rawValue
+            span.setStatus(SpanStatus(code: .error))
             switch error.code {
             case .appleClientRejected:
                 logger.error(

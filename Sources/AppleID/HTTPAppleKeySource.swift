@@ -3,6 +3,7 @@ public import Foundation
 public import JWTKit
 public import Logging
 public import Metrics
+import Tracing
 
 /// Fetches Apple's public keys from `GET {baseURL}/auth/keys`.
 public struct HTTPAppleKeySource: AppleKeySource {
@@ -41,8 +42,10 @@ public struct HTTPAppleKeySource: AppleKeySource {
         let started = ContinuousClock.now
         var logger = self.logger
         logger[metadataKey: "apple.endpoint"] = "keys"
+        let url = baseURL.appending(path: "auth/keys")
+        let span = AppleHTTPExchange.startSpan(method: "GET", path: "auth/keys", url: url, endpoint: .keys, clientID: nil)
+        defer { span.end() }
         do {
-            let url = baseURL.appending(path: "auth/keys")
             let exchange = try await AppleHTTPExchange.perform(
                 AppleHTTPExchange.get(url),
                 httpClient: httpClient,
@@ -50,6 +53,7 @@ public struct HTTPAppleKeySource: AppleKeySource {
                 logger: logger
             )
             logger[metadataKey: "apple.status"] = "\(exchange.status)"
+            span.attributes["http.response.status_code"] = exchange.status
             guard exchange.status == 200 else {
                 throw AppleIDError.appleUnavailable("Apple's key endpoint answered HTTP \(exchange.status)")
             }
@@ -64,6 +68,8 @@ public struct HTTPAppleKeySource: AppleKeySource {
             return jwks
         } catch let error as AppleIDError {
             AppleRequestMetrics.record(.keys, .unavailable, duration: ContinuousClock.now - started, factory: metrics)
+            span.attributes["error.type"] = error.code.rawValue
+            span.setStatus(SpanStatus(code: .error))
             logger.warning("Could not fetch Apple's keys", metadata: ["apple.error": "\(error)"])
             throw error
         }

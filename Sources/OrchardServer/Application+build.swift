@@ -35,6 +35,13 @@ public func buildApplication(
 
     let router = Router(context: OrchardRequestContext.self)
     let routes = RouteTable()
+    if dependencies.tracesRequests {
+        // Outermost, so the span covers the whole request, problem answers included; the span is named by the route
+        // (`/v1/accounts/{id}`), and query values that may carry a credential are recorded as REDACTED.
+        router.middlewares.add(
+            TracingMiddleware(redactingQueryParameters: ["code", "id_token", "state", "user", "nonce", "token", "error"])
+        )
+    }
     router.middlewares.add(ProblemMiddleware(routes: routes))
     router.middlewares.add(MetricsMiddleware())
     if configuration.rateLimitPerMinute > 0 {

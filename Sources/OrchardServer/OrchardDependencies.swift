@@ -25,6 +25,9 @@ public struct OrchardDependencies: Sendable {
     public var metrics: any MetricsFactory
     /// The root logger.
     public var logger: Logger
+    /// Whether requests get a server span each (Hummingbird's `TracingMiddleware`): `serve` sets it when it has
+    /// bootstrapped an OpenTelemetry tracer, and leaves the hot paths without the middleware otherwise.
+    public var tracesRequests: Bool = false
 
     /// Creates the dependencies.
     public init(

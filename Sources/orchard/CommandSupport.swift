@@ -38,10 +38,11 @@ enum CommandSupport {
         }
     }
 
-    /// Sends logs to standard error at `level`.
-    static func bootstrapLogging(level: Logger.Level) {
+    /// Sends logs to standard error at `level`; `metadataProvider` adds metadata of the task's context to every line
+    /// (`serve` adds the trace and span ids when it traces).
+    static func bootstrapLogging(level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
         LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+            var handler = StreamLogHandler.standardError(label: label, metadataProvider: metadataProvider)
             handler.logLevel = level
             return handler
         }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import Foundation
 import Hummingbird
 import Logging
 import OrchardServer
@@ -15,36 +16,54 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Needs APPLE_TEAM_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE, APPLE_CLIENT_IDS and ORCHARD_VAULT_KEYS. \
             Migrates the database at start. On SIGTERM or SIGINT it stops accepting and claiming, lets open requests \
-            and claimed jobs finish for up to ORCHARD_SHUTDOWN_GRACE seconds (default 10), then exits 0.
+            and claimed jobs finish for up to ORCHARD_SHUTDOWN_GRACE seconds (default 10), then exits 0. \
+            With OTEL_EXPORTER_OTLP_ENDPOINT set, it exports traces (a span per request, per call to Apple, per job) \
+            over OTLP/HTTP, configured by the OpenTelemetry environment variables, and logs carry trace_id and span_id.
             """
     )
 
     func run() async throws {
         let configuration = try await CommandSupport.loadConfiguration(needs: .all)
-        CommandSupport.bootstrapLogging(level: configuration.logLevel)
+        let environment = ProcessInfo.processInfo.environment
+        let traces = ServeTracing.isEnabled(environment)
+        CommandSupport.bootstrapLogging(
+            level: configuration.logLevel,
+            metadataProvider: traces ? ServeTracing.logMetadataProvider : nil
+        )
+        var tracing: (any Service)?
+        if traces {
+            do {
+                tracing = try ServeTracing.bootstrap(environment: environment)
+            } catch {
+                CommandSupport.fail(error)
+            }
+        }
         let registry = CommandSupport.bootstrapMetrics()
         let logger = Logger(label: "orchard")
         let database = await CommandSupport.openDatabase(configuration, logger: logger)
         let httpClient = HTTPClient.makeOrchardClient()
         do {
-            let built = try await buildApplication(
-                OrchardDependencies(
-                    configuration: configuration,
-                    database: database,
-                    httpClient: httpClient,
-                    registry: registry,
-                    logger: logger
-                )
+            var dependencies = OrchardDependencies(
+                configuration: configuration,
+                database: database,
+                httpClient: httpClient,
+                registry: registry,
+                logger: logger
             )
+            dependencies.tracesRequests = tracing != nil
+            let built = try await buildApplication(dependencies)
             // Shut down in reverse order: the application first (the server stops accepting and lets open requests
             // finish; the job loops stop claiming and let claimed jobs record their outcomes), and only then the HTTP
-            // client those jobs use to reach Apple and the receivers. Past ORCHARD_SHUTDOWN_GRACE, what is left is
-            // cancelled (and its jobs are taken over when their leases end).
+            // client those jobs use to reach Apple and the receivers, and last the span exporter, which flushes what
+            // they traced. Past ORCHARD_SHUTDOWN_GRACE, what is left is cancelled (and its jobs are taken over when
+            // their leases end).
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+                .init(service: HTTPClientService(client: httpClient)),
+                .init(service: built.application),
+            ]
+            if let tracing { services.insert(.init(service: tracing), at: 0) }
             var group = ServiceGroupConfiguration(
-                services: [
-                    .init(service: HTTPClientService(client: httpClient)),
-                    .init(service: built.application),
-                ],
+                services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )

@@ -2,6 +2,7 @@ public import AppleID
 import Foundation
 public import Logging
 public import Metrics
+import Tracing
 
 /// Runs any ``JobHandler``: claim → lease → perform → complete-or-reschedule, once, for every kind.
 ///
@@ -40,7 +41,12 @@ public struct JobEngine: Sendable {
             return 0
         }
         if !jobs.isEmpty {
-            await run(claimed: jobs, with: handler, logger: logger)
+            // A span per pass that claimed something (an idle tick makes none), the jobs' spans inside it.
+            await withSpan("job pass \(handler.kind.name)") { span in
+                span.attributes["job.kind"] = handler.kind.name
+                span.attributes["job.count"] = jobs.count
+                await run(claimed: jobs, with: handler, logger: logger)
+            }
         }
         return jobs.count
     }
@@ -125,7 +131,13 @@ public struct JobEngine: Sendable {
 
     private func attempt<Handler: JobHandler>(_ job: Handler.Job, with handler: Handler, logger: Logger) async -> JobOutcome<Handler.Done>? {
         do {
-            return try await handler.perform(job, logger: logger)
+            // A span per job, current while it runs, so its calls to Apple or to a receiver are its children.
+            return try await withSpan("job \(handler.kind.name)") { span in
+                span.attributes["job.kind"] = handler.kind.name
+                let outcome = try await handler.perform(job, logger: logger)
+                span.attributes["job.outcome"] = outcome.label
+                return outcome
+            }
         } catch {
             var metadata = handler.metadata(for: job)
             metadata["job.kind"] = "\(handler.kind)"
