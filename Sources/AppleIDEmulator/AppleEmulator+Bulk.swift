@@ -13,7 +13,7 @@ extension AppleEmulator {
     ///   ``AppleEmulatorError/Kind/invalidConfiguration`` when the exchange hands back no refresh token (after
     ///   ``omitRefreshToken(nextExchanges:)``) or fails.
     public func issueGrant(user: EmulatedUser, clientID: String) throws -> (refreshToken: String, accessToken: String) {
-        guard configuration.clientIDs.contains(clientID) else {
+        guard configuration.allClientIDs.contains(clientID) else {
             throw AppleEmulatorError(.unknownClient, reason: "\(clientID) is not a configured client id")
         }
         let now = self.now

@@ -65,7 +65,7 @@ extension AppleEmulator {
 
     /// Why Apple would refuse the request outright, in its terms; `nil` when it would show the consent page.
     private func refusal(of request: WebAuthorizationRequest) -> String? {
-        guard let clientID = request.clientID, configuration.clientIDs.contains(clientID) else { return "invalid_client" }
+        guard let clientID = request.clientID, configuration.allClientIDs.contains(clientID) else { return "invalid_client" }
         guard let redirect = request.redirectURI.flatMap(URL.init(string:)), let scheme = redirect.scheme?.lowercased(),
             scheme == "https" || scheme == "http", redirect.host?.isEmpty == false
         else { return "invalid_request: redirect_uri must be an absolute http(s) URL" }

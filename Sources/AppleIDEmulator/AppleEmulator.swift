@@ -18,8 +18,8 @@ public final class AppleEmulator: Sendable {
 
     /// How the emulator was set up.
     public let configuration: AppleEmulatorConfiguration
-    /// Checks the client secrets sent to `/auth/token` and `/auth/revoke`.
-    let clientSecretVerifier: ClientSecretVerifier
+    /// Checks the client secrets sent to Apple's endpoints: one verifier per team, by team id.
+    let clientSecretVerifiers: [String: ClientSecretVerifier]
     /// Grants, codes, tokens, keys and test controls.
     let state: Mutex<EmulatorState>
     /// Posts notifications.
@@ -42,19 +42,25 @@ public final class AppleEmulator: Sendable {
         httpClient: HTTPClient = .shared,
         logger: Logger = Logger(label: "orchard.apple-emulator")
     ) throws {
-        guard !configuration.clientIDs.isEmpty else {
-            throw AppleEmulatorError.invalidConfiguration("at least one client id is needed")
+        guard configuration.teams.allSatisfy({ !$0.clientIDs.isEmpty }) else {
+            throw AppleEmulatorError.invalidConfiguration("every team needs at least one client id")
+        }
+        guard Set(configuration.allClientIDs).count == configuration.allClientIDs.count,
+            Set(configuration.teams.map(\.teamID)).count == configuration.teams.count
+        else {
+            throw AppleEmulatorError.invalidConfiguration("a team id or a client id is given twice")
         }
         self.configuration = configuration
-        self.clientSecretVerifier = ClientSecretVerifier(
-            teamID: configuration.teamID,
-            keyID: configuration.keyID,
-            clientIDs: Set(configuration.clientIDs),
-            publicKey: try configuration.clientPublicKey()
-        )
-        self.state = Mutex(
-            EmulatorState(signingKey: try .generate(), latency: configuration.latency, notifyURL: configuration.notifyURL)
-        )
+        var verifiers: [String: ClientSecretVerifier] = [:]
+        var owners: [String: String] = [:]
+        for team in configuration.teams {
+            verifiers[team.teamID] = ClientSecretVerifier(teamID: team.teamID, keyID: team.keyID, publicKey: try team.publicKey())
+            for clientID in team.clientIDs { owners[clientID] = team.teamID }
+        }
+        self.clientSecretVerifiers = verifiers
+        var initial = EmulatorState(signingKey: try .generate(), latency: configuration.latency, notifyURL: configuration.notifyURL)
+        initial.teamOfClient = owners
+        self.state = Mutex(initial)
         self.httpClient = httpClient
         self.logger = logger
     }
@@ -110,7 +116,7 @@ public final class AppleEmulator: Sendable {
         nonce: String? = nil,
         redirectURI: String? = nil
     ) throws -> EmulatedAuthorization {
-        guard configuration.clientIDs.contains(clientID) else {
+        guard configuration.allClientIDs.contains(clientID) else {
             throw AppleEmulatorError(.unknownClient, reason: "\(clientID) is not a configured client id")
         }
         let now = self.now
@@ -132,5 +138,18 @@ public final class AppleEmulator: Sendable {
             user: user,
             isFirstAuthorization: isFirst
         )
+    }
+
+    /// The team that owns `clientID` now, or `nil` for a client id no team has.
+    public func team(of clientID: String) -> String? {
+        state.withLock { $0.teamOfClient[clientID] }
+    }
+
+    /// Why `secret` does not authenticate `clientID` now (Apple's bare `invalid_client`; the reason is the emulator's
+    /// note for the call log), or `nil` when it does: the client id must belong to a team, and the secret must be
+    /// signed by that team's key with its team id.
+    func clientSecretRejection(of secret: String, clientID: String) -> String? {
+        guard let team = team(of: clientID), let verifier = clientSecretVerifiers[team] else { return "unknown client_id" }
+        return verifier.rejection(of: secret, clientID: clientID, now: now)
     }
 }

@@ -2,7 +2,48 @@ public import AppleID
 import Crypto
 import Foundation
 
-/// How an ``AppleEmulator`` behaves: which client it accepts, and how long what it issues lives.
+/// A developer team the emulator knows: the key whose client secrets it accepts, and the client ids that belong to it.
+public struct EmulatorTeam: Sendable {
+    /// The team id client secrets must carry as `iss`.
+    public var teamID: String
+    /// The key id client secrets must carry as header `kid`.
+    public var keyID: String
+    /// The team's P-256 key as PEM (public, or the `.p8` itself).
+    public var clientPublicKeyPEM: String
+    /// The team's App IDs and Services IDs.
+    public var clientIDs: [String]
+
+    /// Creates a team.
+    public init(teamID: String, keyID: String, clientPublicKeyPEM: String, clientIDs: [String]) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.clientPublicKeyPEM = clientPublicKeyPEM
+        self.clientIDs = clientIDs
+    }
+
+    /// The team's public key.
+    /// - Throws: ``AppleEmulatorError/Kind/invalidConfiguration`` when the PEM is neither a P-256 public key nor a
+    ///   P-256 private key.
+    func publicKey() throws -> P256.Signing.PublicKey {
+        let pem = clientPublicKeyPEM.trimmingCharacters(in: .whitespacesAndNewlines)
+        do {
+            if pem.contains("PRIVATE KEY-----") {
+                return try P256.Signing.PrivateKey(pemRepresentation: pem).publicKey
+            }
+            return try P256.Signing.PublicKey(pemRepresentation: pem)
+        } catch {
+            throw AppleEmulatorError.invalidConfiguration(
+                "the client key of team \(teamID) is not a P-256 public or private key in PEM",
+                underlying: error
+            )
+        }
+    }
+}
+
+/// How an ``AppleEmulator`` behaves: which clients it accepts, and how long what it issues lives.
+///
+/// The first team is given by ``teamID``, ``keyID``, ``clientIDs`` and ``clientPublicKeyPEM``; ``otherTeams`` adds
+/// more, each accepting client secrets signed by its own key for its own client ids.
 public struct AppleEmulatorConfiguration: Sendable {
     /// The developer team id that client secrets must carry as `iss`.
     public var teamID: String
@@ -27,6 +68,8 @@ public struct AppleEmulatorConfiguration: Sendable {
     /// How long a request hit by an injected ``EmulatorFailure/timeout`` is held before the emulator gives up and
     /// answers 504 (it also lets go when the server shuts down).
     public var timeoutHold: Duration
+    /// Teams besides the first.
+    public var otherTeams: [EmulatorTeam]
 
     /// Creates a configuration.
     public init(
@@ -39,8 +82,10 @@ public struct AppleEmulatorConfiguration: Sendable {
         clock: any WallClock = SystemWallClock(),
         identityTokenLifetime: Duration = .seconds(86_400),
         codeLifetime: Duration = .seconds(300),
-        timeoutHold: Duration = .seconds(30)
+        timeoutHold: Duration = .seconds(30),
+        otherTeams: [EmulatorTeam] = []
     ) {
+        self.otherTeams = otherTeams
         self.teamID = teamID
         self.keyID = keyID
         self.clientIDs = clientIDs
@@ -60,22 +105,11 @@ public struct AppleEmulatorConfiguration: Sendable {
         return (key.pemRepresentation, key.publicKey.pemRepresentation)
     }
 
-    /// The client's public key, parsed from ``clientPublicKeyPEM``.
-    ///
-    /// - Throws: ``AppleEmulatorError/Kind/invalidConfiguration`` when the PEM is neither a P-256 public key nor a
-    ///   P-256 private key.
-    func clientPublicKey() throws -> P256.Signing.PublicKey {
-        let pem = clientPublicKeyPEM.trimmingCharacters(in: .whitespacesAndNewlines)
-        do {
-            if pem.contains("PRIVATE KEY-----") {
-                return try P256.Signing.PrivateKey(pemRepresentation: pem).publicKey
-            }
-            return try P256.Signing.PublicKey(pemRepresentation: pem)
-        } catch {
-            throw AppleEmulatorError.invalidConfiguration(
-                "the client key is not a P-256 public or private key in PEM",
-                underlying: error
-            )
-        }
+    /// Every team, the first one first.
+    public var teams: [EmulatorTeam] {
+        [EmulatorTeam(teamID: teamID, keyID: keyID, clientPublicKeyPEM: clientPublicKeyPEM, clientIDs: clientIDs)] + otherTeams
     }
+
+    /// Every team's client ids.
+    public var allClientIDs: [String] { teams.flatMap(\.clientIDs) }
 }

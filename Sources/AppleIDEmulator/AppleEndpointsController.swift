@@ -162,7 +162,7 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
         guard let clientID = AppleForm.present(form.clientID), let secret = AppleForm.present(form.clientSecret) else {
             return .oauthError("invalid_client", detail: "client_id or client_secret missing")
         }
-        if let reason = emulator.clientSecretVerifier.rejection(of: secret, clientID: clientID, now: emulator.now) {
+        if let reason = emulator.clientSecretRejection(of: secret, clientID: clientID) {
             return .oauthError("invalid_client", detail: reason)
         }
         return nil

@@ -17,8 +17,6 @@ struct ClientSecretVerifier: Sendable {
     let teamID: String
     /// The header `kid` every secret must carry.
     let keyID: String
-    /// The client ids a secret's `sub` (and the form's `client_id`) may name.
-    let clientIDs: Set<String>
     /// The key whose signature every secret must carry.
     let publicKey: P256.Signing.PublicKey
 
@@ -56,9 +54,9 @@ struct ClientSecretVerifier: Sendable {
         }
     }
 
-    /// Returns why `secret` does not authenticate `clientID` at `now`, or `nil` when it does.
+    /// Returns why `secret` does not authenticate `clientID` (a client id of this verifier's team) at `now`, or `nil`
+    /// when it does.
     func rejection(of secret: String, clientID: String, now: Date) -> String? {
-        guard clientIDs.contains(clientID) else { return "unknown client_id" }
         let parts = secret.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
             let headerData = Base64URL.decode(parts[0]),

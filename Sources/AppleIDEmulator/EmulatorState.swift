@@ -69,6 +69,8 @@ struct EmulatorState: Sendable {
     var notifyURL: String?
     /// Users by subject, as last authorized.
     private(set) var users: [String: EmulatedUser] = [:]
+    /// Which team owns each client id (``AppleEmulator/team(of:)``).
+    var teamOfClient: [String: String] = [:]
     private var grants: [Int: Grant] = [:]
     private var activeGrants: [GrantKey: Int] = [:]
     private var nextGrantID = 1

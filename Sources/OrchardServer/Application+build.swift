@@ -186,20 +186,19 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
     )
     let verifier = AppleTokenVerifier(
         keys: keySet,
-        clientIDs: configuration.appleClientIDs,
+        clientIDs: configuration.clientIDs,
         clock: dependencies.clock,
         leeway: configuration.clockLeeway
     )
     let secrets: ClientSecretSigner
     do {
-        secrets = try ClientSecretSigner(
-            teamID: configuration.appleTeamID,
-            keyID: configuration.appleKeyID,
-            privateKeyPEM: configuration.applePrivateKeyPEM,
-            clock: dependencies.clock
-        )
+        // Each account's calls are signed by the team that owns its client id.
+        secrets = try ClientSecretSigner(teams: configuration.teams, clock: dependencies.clock)
     } catch {
-        throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "is not a usable P-256 private key (.p8)")
+        throw ConfigurationError(
+            setting: configuration.appleTeams.isEmpty ? "APPLE_PRIVATE_KEY_FILE" : "apple.teams",
+            problem: "cannot be used: \(error.reason)"
+        )
     }
     let client = AppleRESTClient(
         baseURL: configuration.appleBaseURL,

@@ -43,6 +43,15 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("write-client-key"), help: ArgumentHelp("Where to write a generated .p8.", valueName: "file"))
     var writeClientKey = "emulator-client-key.p8"
 
+    @Option(
+        name: .customLong("team"),
+        help: ArgumentHelp(
+            "A team, TEAM_ID:KEY_ID:CLIENT_KEY_FILE:CLIENT_ID+CLIENT_ID...; repeat for several teams (the first is the first team). Replaces --team-id, --key-id, --client-ids and --client-key.",
+            valueName: "team"
+        )
+    )
+    var teams: [String] = []
+
     @Option(name: .customLong("latency-ms"), help: "Answer Apple's endpoints after this many milliseconds.")
     var latencyMS = 0
 
@@ -53,13 +62,31 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0-65535") }
         guard latencyMS >= 0 else { throw ValidationError("--latency-ms must not be negative") }
         guard !clientIDs.split(separator: ",").isEmpty else { throw ValidationError("--client-ids needs at least one id") }
+        for team in teams { _ = try Self.parseTeam(team) }
+    }
+
+    /// `TEAM_ID:KEY_ID:CLIENT_KEY_FILE:CLIENT_ID+CLIENT_ID…`, the key file read.
+    static func parseTeam(_ text: String) throws -> EmulatorTeam {
+        let parts = text.split(separator: ":", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
+        let clientIDs = parts.count == 4 ? parts[3].split(separator: "+").map(String.init).filter { !$0.isEmpty } : []
+        guard parts.count == 4, !parts[0].isEmpty, !parts[1].isEmpty, !parts[2].isEmpty, !clientIDs.isEmpty else {
+            throw ValidationError("--team must be TEAM_ID:KEY_ID:CLIENT_KEY_FILE:CLIENT_ID+CLIENT_ID..., not \(text)")
+        }
+        guard let pem = try? String(contentsOfFile: parts[2], encoding: .utf8) else {
+            throw ValidationError("--team \(parts[0]): cannot read the key file \(parts[2])")
+        }
+        return EmulatorTeam(teamID: parts[0], keyID: parts[1], clientPublicKeyPEM: pem, clientIDs: clientIDs)
     }
 
     func run() async throws {
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         let publicKeyPEM: String
         let wroteKey: String?
-        if let clientKey {
+        if !teams.isEmpty {
+            // Each --team names its own key file.
+            publicKeyPEM = ""
+            wroteKey = nil
+        } else if let clientKey {
             guard let pem = try? String(contentsOfFile: clientKey, encoding: .utf8) else {
                 throw ValidationError("cannot read --client-key \(clientKey)")
             }
@@ -72,26 +99,36 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
             wroteKey = writeClientKey
         }
         let ids = clientIDs.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        let emulator = try AppleEmulator(
-            configuration: AppleEmulatorConfiguration(
-                teamID: teamID,
-                keyID: keyID,
-                clientIDs: ids,
-                clientPublicKeyPEM: publicKeyPEM,
-                latency: .milliseconds(latencyMS),
-                notifyURL: notifyURL
-            ),
-            httpClient: http
+        var configuration = AppleEmulatorConfiguration(
+            teamID: teamID,
+            keyID: keyID,
+            clientIDs: ids,
+            clientPublicKeyPEM: publicKeyPEM,
+            latency: .milliseconds(latencyMS),
+            notifyURL: notifyURL
         )
+        if !teams.isEmpty {
+            let parsed = try teams.map(Self.parseTeam)
+            configuration.teamID = parsed[0].teamID
+            configuration.keyID = parsed[0].keyID
+            configuration.clientIDs = parsed[0].clientIDs
+            configuration.clientPublicKeyPEM = parsed[0].clientPublicKeyPEM
+            configuration.otherTeams = Array(parsed.dropFirst())
+        }
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let emulator = try AppleEmulator(configuration: configuration, httpClient: http)
         let application = emulator.makeApplication(host: host, port: port) { baseURL in
             Console.line("Apple emulator listening on \(baseURL)")
             Console.line("Settings for an Orchard that talks to it:")
             Console.line("  APPLE_BASE_URL=\(baseURL)")
-            Console.line("  APPLE_TEAM_ID=\(teamID)")
-            Console.line("  APPLE_KEY_ID=\(keyID)")
-            Console.line("  APPLE_CLIENT_IDS=\(ids.joined(separator: ","))")
-            if let wroteKey { Console.line("  APPLE_PRIVATE_KEY_FILE=\(wroteKey)") }
+            if teams.isEmpty {
+                Console.line("  APPLE_TEAM_ID=\(teamID)")
+                Console.line("  APPLE_KEY_ID=\(keyID)")
+                Console.line("  APPLE_CLIENT_IDS=\(ids.joined(separator: ","))")
+                if let wroteKey { Console.line("  APPLE_PRIVATE_KEY_FILE=\(wroteKey)") }
+            } else {
+                Console.line("  and apple.teams in ORCHARD_CONFIG_FILE, one entry per --team, each with its .p8")
+            }
         }
         let group = ServiceGroup(
             configuration: .init(

@@ -77,7 +77,7 @@ struct TokenInspectCommand: AsyncParsableCommand {
         }
         let clock = SystemWallClock()
         let keys = AppleKeySet(source: source, clock: clock, logger: logger)
-        let audiences = audience.isEmpty ? configuration.appleClientIDs : audience
+        let audiences = audience.isEmpty ? configuration.clientIDs : audience
         let verifier = AppleTokenVerifier(keys: keys, clientIDs: audiences, clock: clock, leeway: configuration.clockLeeway)
         let report = await verifier.inspect(
             jws,

@@ -27,6 +27,13 @@ extension OrchardConfiguration {
             case .sqlite(let path): "sqlite:\(path)"
             case .postgres(let url): Self.redactingPassword(url)
             }
+        // With apple.teams, one line per team after the single-team settings (then all "(none)").
+        let teamLines: [(name: String, value: String)] = appleTeams.enumerated().map { index, team in
+            (
+                "apple.teams[\(index)]",
+                "team_id=\(team.teamID) key_id=\(team.keyID) private_key_file=<redacted> client_ids=\(list(team.clientIDs))"
+            )
+        }
         return [
             ("ORCHARD_HOST", host),
             ("ORCHARD_PORT", String(port)),
@@ -38,6 +45,7 @@ extension OrchardConfiguration {
             ("APPLE_KEY_ID", appleKeyID.isEmpty ? "(none)" : appleKeyID),
             ("APPLE_PRIVATE_KEY_FILE", applePrivateKeyPEM.isEmpty ? "(none)" : "<redacted>"),
             ("APPLE_CLIENT_IDS", list(appleClientIDs)),
+        ] + teamLines + [
             ("APPLE_BASE_URL", appleBaseURL.absoluteString),
             ("APPLE_REDIRECT_URI", appleRedirectURI?.absoluteString ?? "(none: web flow off)"),
             ("ORCHARD_PUBLIC_URL", publicURL?.absoluteString ?? siteOrigin.map { "(\($0), from APPLE_REDIRECT_URI)" } ?? "(none)"),
@@ -66,6 +74,7 @@ extension OrchardConfiguration {
         environment: [String: String] = ProcessInfo.processInfo.environment,
         file: ConfigReader?
     ) -> Source {
+        if name.hasPrefix("apple.teams") { return .file }
         if let value = environment[name], !value.trimmingCharacters(in: .whitespaces).isEmpty { return .environment }
         if file?.settingText(name) != nil { return .file }
         return .default
@@ -76,7 +85,14 @@ extension OrchardConfiguration {
     ///
     /// - Throws: ``ConfigurationError`` naming the setting at fault.
     public func checkFiles() throws(ConfigurationError) {
-        if !applePrivateKeyPEM.isEmpty {
+        for (index, team) in appleTeams.enumerated() where !team.privateKeyPEM.isEmpty {
+            do {
+                _ = try ClientSecretSigner(teams: [team], clock: SystemWallClock())
+            } catch {
+                throw ConfigurationError(setting: "apple.teams[\(index)].private_key_file", problem: "is not a usable P-256 private key (.p8)")
+            }
+        }
+        if appleTeams.isEmpty, !applePrivateKeyPEM.isEmpty {
             do {
                 _ = try ClientSecretSigner(teamID: appleTeamID, keyID: appleKeyID, privateKeyPEM: applePrivateKeyPEM, clock: SystemWallClock())
             } catch {

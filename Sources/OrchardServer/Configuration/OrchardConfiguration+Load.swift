@@ -1,9 +1,9 @@
 import Accounts
+import AppleID
 public import Configuration
 public import Foundation
 import Logging
 import Storage
-import SystemPackage
 
 extension OrchardConfiguration {
     /// The configuration reader: environment variables first, then the file `ORCHARD_CONFIG_FILE` names (JSON, or YAML
@@ -28,14 +28,7 @@ extension OrchardConfiguration {
 
     /// The provider of the file `ORCHARD_CONFIG_FILE` names: YAML by its `.yaml`/`.yml` extension, else JSON.
     static func fileProvider(_ file: String) async throws(ConfigurationError) -> any ConfigProvider {
-        do {
-            if file.hasSuffix(".yaml") || file.hasSuffix(".yml") {
-                return try await FileProvider<YAMLSnapshot>(filePath: FilePath(file))
-            }
-            return try await FileProvider<JSONSnapshot>(filePath: FilePath(file))
-        } catch {
-            throw ConfigurationError(setting: "ORCHARD_CONFIG_FILE", problem: "cannot read \(file) as JSON or YAML: \(error)")
-        }
+        try ConfigurationFile.provider(file)
     }
 
     /// Only the file `ORCHARD_CONFIG_FILE` names (`nil` when it is not set), to tell which settings came from it.
@@ -127,7 +120,16 @@ extension OrchardConfiguration {
         config.appleKeyID = settings.text("APPLE_KEY_ID") ?? ""
         config.appleClientIDs = (settings.text("APPLE_CLIENT_IDS") ?? "").split(separator: ",")
             .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        if needs.contains(.apple) {
+        config.appleTeams = try settings.teams(readKeys: needs.contains(.apple))
+        if !config.appleTeams.isEmpty {
+            let shorthand = ["APPLE_TEAM_ID", "APPLE_KEY_ID", "APPLE_PRIVATE_KEY_FILE", "APPLE_CLIENT_IDS"].filter { settings.text($0) != nil }
+            guard shorthand.isEmpty else {
+                throw ConfigurationError(
+                    setting: "apple.teams",
+                    problem: "give either apple.teams or the single-team settings, not both (\(shorthand.joined(separator: ", ")) is set too)"
+                )
+            }
+        } else if needs.contains(.apple) {
             guard !config.appleTeamID.isEmpty else { throw ConfigurationError(setting: "APPLE_TEAM_ID", problem: "is required") }
             guard config.appleTeamID.count == 10, config.appleTeamID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
                 throw ConfigurationError(setting: "APPLE_TEAM_ID", problem: "must be the 10-character team id")
@@ -136,13 +138,7 @@ extension OrchardConfiguration {
             guard let keyFile = settings.text("APPLE_PRIVATE_KEY_FILE") else {
                 throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "is required")
             }
-            guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
-                throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "cannot read \(keyFile)")
-            }
-            guard pem.contains("-----BEGIN PRIVATE KEY-----") else {
-                throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "\(keyFile) is not a PKCS#8 PEM (.p8) key")
-            }
-            config.applePrivateKeyPEM = pem
+            config.applePrivateKeyPEM = try Settings.readKeyFile(keyFile, setting: "APPLE_PRIVATE_KEY_FILE")
             guard !config.appleClientIDs.isEmpty else {
                 throw ConfigurationError(setting: "APPLE_CLIENT_IDS", problem: "is required (comma-separated App IDs / Services IDs)")
             }
@@ -221,6 +217,57 @@ private struct Settings {
         return url
     }
 
+    /// The teams of `apple.teams` (empty when the file has none), checked: each has a 10-character `team_id`, a
+    /// `key_id`, a `private_key_file` (read and checked to be a `.p8` when `readKeys`) and `client_ids`, and no client
+    /// id is listed twice.
+    func teams(readKeys: Bool) throws(ConfigurationError) -> [AppleTeam] {
+        var teams: [AppleTeam] = []
+        var owners: [String: String] = [:]
+        for index in 0... {
+            let prefix = "apple.teams[\(index)]"
+            func value(_ name: String) -> String? { reader.settingText(["apple", "teams", String(index), name]) }
+            let clientIDs = reader.settingList(["apple", "teams", String(index), "client_ids"])
+            guard value("team_id") != nil || value("key_id") != nil || value("private_key_file") != nil || clientIDs != nil else { break }
+            guard let teamID = value("team_id"), teamID.count == 10, teamID.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+                throw ConfigurationError(setting: "\(prefix).team_id", problem: "must be the 10-character team id")
+            }
+            guard let keyID = value("key_id") else { throw ConfigurationError(setting: "\(prefix).key_id", problem: "is required") }
+            guard let keyFile = value("private_key_file") else {
+                throw ConfigurationError(setting: "\(prefix).private_key_file", problem: "is required")
+            }
+            guard let clientIDs, !clientIDs.isEmpty else {
+                throw ConfigurationError(setting: "\(prefix).client_ids", problem: "is required (a list of App IDs / Services IDs)")
+            }
+            for clientID in clientIDs {
+                if let other = owners[clientID] {
+                    throw ConfigurationError(
+                        setting: "\(prefix).client_ids",
+                        problem: "\(clientID) is listed by team \(other) too; a client id belongs to exactly one team"
+                    )
+                }
+                owners[clientID] = teamID
+            }
+            var pem = ""
+            if readKeys {
+                pem = try Self.readKeyFile(keyFile, setting: "\(prefix).private_key_file")
+            }
+            teams.append(AppleTeam(teamID: teamID, keyID: keyID, privateKeyPEM: pem, clientIDs: clientIDs))
+        }
+        return teams
+    }
+
+    /// Reads a `.p8` key file.
+    /// - Throws: ``ConfigurationError`` for `setting` when it cannot be read or is not a PKCS#8 PEM key.
+    static func readKeyFile(_ keyFile: String, setting: String) throws(ConfigurationError) -> String {
+        guard let pem = try? String(contentsOfFile: keyFile, encoding: .utf8) else {
+            throw ConfigurationError(setting: setting, problem: "cannot read \(keyFile)")
+        }
+        guard pem.contains("-----BEGIN PRIVATE KEY-----") else {
+            throw ConfigurationError(setting: setting, problem: "\(keyFile) is not a PKCS#8 PEM (.p8) key")
+        }
+        return pem
+    }
+
     func logLevel() throws(ConfigurationError) -> Logger.Level? {
         guard let text = text("ORCHARD_LOG_LEVEL") else { return nil }
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
@@ -236,7 +283,19 @@ private struct Settings {
 extension ConfigReader {
     /// A setting as text, whether the provider holds it as a string, a number or a boolean; trimmed, `nil` when empty.
     func settingText(_ key: String, secret: Bool = false) -> String? {
-        let configKey = ConfigKey([key])
+        settingText([key], secret: secret)
+    }
+
+    /// A list setting: an array in the file, or comma-separated text; `nil` when absent.
+    func settingList(_ components: [String]) -> [String]? {
+        let key = ConfigKey(components)
+        let values = stringArray(forKey: key) ?? settingText(components)?.split(separator: ",").map(String.init)
+        return values?.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// A nested setting (`apple.teams.0.team_id`) as text; trimmed, `nil` when empty.
+    func settingText(_ components: [String], secret: Bool = false) -> String? {
+        let configKey = ConfigKey(components)
         let value =
             string(forKey: configKey, isSecret: secret)
             ?? int(forKey: configKey, isSecret: secret).map(String.init)

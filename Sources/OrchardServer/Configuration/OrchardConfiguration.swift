@@ -1,4 +1,5 @@
 public import Accounts
+public import AppleID
 public import Foundation
 public import Logging
 public import Storage
@@ -42,6 +43,9 @@ public struct OrchardConfiguration: Sendable {
     public var applePrivateKeyPEM = ""
     /// The App IDs / Services IDs an identity token's `aud` may be.
     public var appleClientIDs: [String] = []
+    /// `apple.teams` of the configuration file: several developer teams, each with its key and client ids. Empty when
+    /// the single-team settings (the four above) are used.
+    public var appleTeams: [AppleTeam] = []
     /// The web flow's redirect URI.
     public var appleRedirectURI: URL?
     /// Where users reach this server.
@@ -92,8 +96,19 @@ public struct OrchardConfiguration: Sendable {
         appleBaseURL.host?.lowercased() == "appleid.apple.com" && appleBaseURL.scheme == "https"
     }
 
-    /// The web flow's client id: `APPLE_WEB_CLIENT_ID`, else the first client id.
-    public var webClientID: String? { appleWebClientID ?? appleClientIDs.first }
+    /// The developer teams: `apple.teams`, or the one team of the single-team settings (none when those are absent,
+    /// as for commands that do not call Apple).
+    public var teams: [AppleTeam] {
+        if !appleTeams.isEmpty { return appleTeams }
+        guard !appleTeamID.isEmpty else { return [] }
+        return [AppleTeam(teamID: appleTeamID, keyID: appleKeyID, privateKeyPEM: applePrivateKeyPEM, clientIDs: appleClientIDs)]
+    }
+
+    /// Every configured client id, of every team, in order: the audiences identity tokens and notifications may have.
+    public var clientIDs: [String] { appleTeams.isEmpty ? appleClientIDs : appleTeams.flatMap(\.clientIDs) }
+
+    /// The web flow's client id: `APPLE_WEB_CLIENT_ID`, else the first client id (of the first team).
+    public var webClientID: String? { appleWebClientID ?? clientIDs.first }
 
     /// The origin the site is served from (for CSRF checks and cookies).
     public var siteOrigin: String? {
