@@ -31,10 +31,6 @@ public actor ClientSecretSigner {
     /// The longest lifetime Apple accepts: 15,777,000 seconds (about six months).
     public static let maximumLifetime: Duration = .seconds(15_777_000)
 
-    /// The first team's id (the only one's, for a single team).
-    public nonisolated var teamID: String { teams[0].team.teamID }
-    /// The first team's key id.
-    public nonisolated var keyID: String { teams[0].team.keyID }
     /// How long each secret is valid.
     public let lifetime: Duration
 
@@ -108,9 +104,8 @@ public actor ClientSecretSigner {
     }
 
     /// The team that owns `clientID`, or `nil` when no configured team does.
-    public nonisolated func team(of clientID: String) -> AppleTeam? {
-        if let owner = teams.first(where: { $0.team.clientIDs.contains(clientID) }) { return owner.team }
-        return signsAnyClientID ? teams[0].team : nil
+    private func owner(of clientID: String) -> LoadedTeam? {
+        teams.first { $0.team.clientIDs.contains(clientID) } ?? (signsAnyClientID ? teams[0] : nil)
     }
 
     /// A client secret for `clientID`, signed by its team's key: the cached one while more than half its lifetime
@@ -128,15 +123,8 @@ public actor ClientSecretSigner {
         return secret
     }
 
-    /// A client secret for `clientID` signed now, never cached: for calls that want a fresh one each time, as app
-    /// transfer's do.
-    /// - Throws: as ``secret(for:)``.
-    public func freshSecret(for clientID: String) async throws(AppleIDError) -> Redacted<String> {
-        try await sign(for: clientID, at: clock.now())
-    }
-
     private func sign(for clientID: String, at now: Date) async throws(AppleIDError) -> Redacted<String> {
-        guard let owner = teams.first(where: { $0.team.clientIDs.contains(clientID) }) ?? (signsAnyClientID ? teams[0] : nil) else {
+        guard let owner = owner(of: clientID) else {
             throw .invalidConfiguration("the client id \(clientID) belongs to no configured team")
         }
         let issuedAt = Int64(now.timeIntervalSince1970.rounded(.down))

@@ -1,6 +1,7 @@
 public import Accounts
 import AppleID
 public import AsyncHTTPClient
+import Foundation
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -35,7 +36,7 @@ public struct HTTPWebhookTransport: WebhookTransport {
         defer { span.end() }
         span.updateAttributes { attributes in
             attributes["http.request.method"] = "POST"
-            attributes["server.address"] = request.url.split(separator: "/").dropFirst().first.map(String.init)
+            attributes["server.address"] = URL(string: url)?.host()
         }
         InstrumentationSystem.instrument.inject(span.context, into: &request.headers, using: HTTPHeadersInjector())
         request.body = .bytes(ByteBuffer(string: body))
