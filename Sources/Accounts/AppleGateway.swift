@@ -14,6 +14,11 @@ public protocol AppleGateway: Sendable {
     func validateRefreshToken(_ token: Redacted<String>, clientID: String) async throws -> AppleTokenResponse
     /// Revokes a token at `/auth/revoke`.
     func revoke(_ token: Redacted<String>, hint: TokenTypeHint, clientID: String, deadline: Duration?) async throws
+    /// App transfer, sending side: a user's transfer identifier for the team `target` at `/auth/usermigrationinfo`.
+    func transferSub(for sub: Redacted<String>, target: String, clientID: String) async throws -> Redacted<String>
+    /// App transfer, receiving side: exchanges a transfer identifier for this team's subject at
+    /// `/auth/usermigrationinfo`.
+    func exchangeTransferSub(_ transferSub: Redacted<String>, clientID: String) async throws -> AppleTransferExchange
 }
 
 /// The gateway over Apple's real (or emulated) endpoints.
@@ -50,5 +55,15 @@ public struct LiveAppleGateway: AppleGateway {
     /// Revokes a token.
     public func revoke(_ token: Redacted<String>, hint: TokenTypeHint, clientID: String, deadline: Duration?) async throws {
         try await client.revoke(token, hint: hint, clientID: clientID, deadline: deadline)
+    }
+
+    /// Asks for a user's transfer identifier.
+    public func transferSub(for sub: Redacted<String>, target: String, clientID: String) async throws -> Redacted<String> {
+        try await client.transferSub(for: sub, target: target, clientID: clientID)
+    }
+
+    /// Exchanges a transfer identifier.
+    public func exchangeTransferSub(_ transferSub: Redacted<String>, clientID: String) async throws -> AppleTransferExchange {
+        try await client.exchangeTransferSub(transferSub, clientID: clientID)
     }
 }

@@ -22,4 +22,12 @@ public struct OfflineAppleGateway: AppleGateway {
     public func revoke(_ token: Redacted<String>, hint: TokenTypeHint, clientID: String, deadline: Duration?) async throws {
         throw refusal
     }
+    /// Refused.
+    public func transferSub(for sub: Redacted<String>, target: String, clientID: String) async throws -> Redacted<String> {
+        throw refusal
+    }
+    /// Refused.
+    public func exchangeTransferSub(_ transferSub: Redacted<String>, clientID: String) async throws -> AppleTransferExchange {
+        throw refusal
+    }
 }

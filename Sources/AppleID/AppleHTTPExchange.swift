@@ -77,9 +77,10 @@ struct AppleHTTPExchange {
     }
 
     /// A `POST` of a form (`application/x-www-form-urlencoded`) to `url`.
-    static func formPost(to url: URL, fields: [(String, String)]) -> HTTPClientRequest {
+    static func formPost(to url: URL, fields: [(String, String)], bearer: String? = nil) -> HTTPClientRequest {
         var request = HTTPClientRequest(url: url.absoluteString)
         request.method = .POST
+        if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
         request.body = .bytes(ByteBuffer(string: formEncode(fields)))

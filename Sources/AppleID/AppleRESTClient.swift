@@ -4,7 +4,8 @@ public import Logging
 public import Metrics
 import Tracing
 
-/// Calls Apple's REST endpoints: `/auth/token` (code exchange, refresh-token validation) and `/auth/revoke`.
+/// Calls Apple's REST endpoints: `/auth/token` (code exchange, refresh-token validation, app transfer's team access
+/// token), `/auth/revoke` and `/auth/usermigrationinfo` (app transfer).
 ///
 /// Every call is a form-urlencoded `POST` authenticated by a client secret from ``ClientSecretSigner``, has a deadline,
 /// is logged with dotted metadata (`apple.endpoint`, `apple.status`, `apple.error`, never a token or secret) and is timed
@@ -19,6 +20,9 @@ public struct AppleRESTClient: Sendable {
     private let secrets: ClientSecretSigner
     private let logger: Logger
     private let metrics: any MetricsFactory
+    private let clock: any WallClock
+    /// App transfer's team access tokens, per client id (Apple refuses one used with another client id).
+    private let teamTokens = TeamAccessTokenCache()
 
     /// Creates a client over the shared HTTP client.
     /// - Parameters:
@@ -27,6 +31,7 @@ public struct AppleRESTClient: Sendable {
     ///   - secrets: The signer of client secrets.
     ///   - timeout: The deadline of each call.
     ///   - metrics: Where `orchard_apple_request_duration_seconds` goes; the process's factory by default.
+    ///   - clock: What decides when a cached team access token has expired.
     ///   - logger: Where calls are logged.
     public init(
         baseURL: URL,
@@ -34,8 +39,10 @@ public struct AppleRESTClient: Sendable {
         secrets: ClientSecretSigner,
         timeout: Duration = .seconds(10),
         metrics: any MetricsFactory = MetricsSystem.factory,
+        clock: any WallClock = SystemWallClock(),
         logger: Logger
     ) {
+        self.clock = clock
         self.metrics = metrics
         self.baseURL = baseURL
         self.httpClient = httpClient
@@ -83,6 +90,81 @@ public struct AppleRESTClient: Sendable {
         try await post(.revoke, path: "auth/revoke", clientID: clientID, fields: fields, timeout: deadline ?? timeout) { _ throws(AppleIDError) in }
     }
 
+    /// Asks Apple for the transfer identifier of a user of `clientID` moving to the team `target` (app transfer, sending
+    /// side): `POST /auth/usermigrationinfo` with `sub` and `target`, a team access token and a fresh client secret.
+    /// - Throws: `apple_client_rejected` with `invalid_request` when Apple refuses the user (they had stopped using
+    ///   Sign in with Apple with the app, or the target is wrong), else as ``exchangeCode(_:clientID:redirectURI:)``.
+    public func transferSub(for sub: Redacted<String>, target: String, clientID: String) async throws(AppleIDError) -> Redacted<String> {
+        try await userMigrationInfo(clientID: clientID, fields: [("sub", sub.value), ("target", target)]) { body throws(AppleIDError) in
+            do {
+                return Redacted(try JSONDecoder().decode(AppleTransferSubAnswer.self, from: body).transferSub)
+            } catch {
+                throw .appleUnavailable("Apple's usermigrationinfo answer is not the JSON Apple documents")
+            }
+        }
+    }
+
+    /// Exchanges a transfer identifier for the user's subject at this team (app transfer, receiving side):
+    /// `POST /auth/usermigrationinfo` with `transfer_sub`, a team access token and a fresh client secret.
+    /// - Throws: as ``transferSub(for:target:clientID:)``.
+    public func exchangeTransferSub(_ transferSub: Redacted<String>, clientID: String) async throws(AppleIDError) -> AppleTransferExchange {
+        try await userMigrationInfo(clientID: clientID, fields: [("transfer_sub", transferSub.value)]) { body throws(AppleIDError) in
+            do {
+                return try JSONDecoder().decode(AppleTransferExchange.self, from: body)
+            } catch {
+                throw .appleUnavailable("Apple's usermigrationinfo answer is not the JSON Apple documents")
+            }
+        }
+    }
+
+    /// A team access token for `clientID` (`grant_type=client_credentials`, `scope=user.migration`): the cached one
+    /// while more than a minute of it is left (at most an hour), else a new one, asked for with a fresh client secret.
+    func teamAccessToken(clientID: String) async throws(AppleIDError) -> Redacted<String> {
+        let now = clock.now()
+        if let cached = await teamTokens.token(for: clientID, now: now) { return cached }
+        let fields = [("grant_type", "client_credentials"), ("scope", "user.migration")]
+        let answer = try await post(.token, path: "auth/token", clientID: clientID, fields: fields, timeout: timeout, freshSecret: true) {
+            body throws(AppleIDError) in
+            do {
+                return try JSONDecoder().decode(AppleTeamAccessToken.self, from: body)
+            } catch {
+                throw .appleUnavailable("Apple's client_credentials answer is not the JSON Apple documents")
+            }
+        }
+        let lifetime = min(max(answer.expiresIn ?? 3600, 0), 3600)
+        let token = Redacted(answer.accessToken)
+        await teamTokens.store(token, for: clientID, expiresAt: now.addingTimeInterval(TimeInterval(lifetime)))
+        return token
+    }
+
+    /// One `/auth/usermigrationinfo` call; an `invalid_grant` (the team access token expired or was refused) drops the
+    /// cached token and tries once more with a new one.
+    private func userMigrationInfo<Value>(
+        clientID: String,
+        fields: [(String, String)],
+        parse: (Data) throws(AppleIDError) -> Value
+    ) async throws(AppleIDError) -> Value {
+        var attempt = 0
+        while true {
+            attempt += 1
+            let bearer = try await teamAccessToken(clientID: clientID)
+            do throws(AppleIDError) {
+                return try await post(
+                    .userMigrationInfo,
+                    path: "auth/usermigrationinfo",
+                    clientID: clientID,
+                    fields: fields,
+                    timeout: timeout,
+                    bearer: bearer,
+                    freshSecret: true,
+                    parse: parse
+                )
+            } catch where error.appleErrorCode == .invalidGrant && attempt == 1 {
+                await teamTokens.drop(clientID)
+            }
+        }
+    }
+
     /// The error for an answer from Apple other than 2xx.
     ///
     /// 400 (or another 4xx) with `{"error": …}`: `invalid_grant` is `authorization_code_rejected`; `invalid_client`,
@@ -116,6 +198,8 @@ public struct AppleRESTClient: Sendable {
         clientID: String,
         fields: [(String, String)],
         timeout: Duration,
+        bearer: Redacted<String>? = nil,
+        freshSecret: Bool = false,
         parse: (Data) throws(AppleIDError) -> Value
     ) async throws(AppleIDError) -> Value {
         var logger = self.logger
@@ -124,9 +208,9 @@ public struct AppleRESTClient: Sendable {
         let url = baseURL.appending(path: path)
         let span = AppleHTTPExchange.startSpan(method: "POST", path: path, url: url, endpoint: endpoint, clientID: clientID)
         defer { span.end() }
-        let secret = try await secrets.secret(for: clientID)
+        let secret = freshSecret ? try await secrets.freshSecret(for: clientID) : try await secrets.secret(for: clientID)
         let form = [("client_id", clientID), ("client_secret", secret.value)] + fields
-        let request = AppleHTTPExchange.formPost(to: url, fields: form)
+        let request = AppleHTTPExchange.formPost(to: url, fields: form, bearer: bearer?.value)
 
         let started = ContinuousClock.now
         do throws(AppleIDError) {
@@ -156,5 +240,26 @@ public struct AppleRESTClient: Sendable {
             }
             throw error
         }
+    }
+}
+
+/// App transfer's team access tokens by client id, each until it expires.
+actor TeamAccessTokenCache {
+    private var tokens: [String: (token: Redacted<String>, expiresAt: Date)] = [:]
+
+    /// The token for `clientID` if more than a minute of it is left at `now`.
+    func token(for clientID: String, now: Date) -> Redacted<String>? {
+        guard let cached = tokens[clientID], cached.expiresAt.timeIntervalSince(now) > 60 else { return nil }
+        return cached.token
+    }
+
+    /// Keeps a token until `expiresAt`.
+    func store(_ token: Redacted<String>, for clientID: String, expiresAt: Date) {
+        tokens[clientID] = (token, expiresAt)
+    }
+
+    /// Forgets the token of `clientID`.
+    func drop(_ clientID: String) {
+        tokens[clientID] = nil
     }
 }

@@ -13,6 +13,8 @@ enum AppleRequestMetrics {
         case token
         /// `POST /auth/revoke`.
         case revoke
+        /// `POST /auth/usermigrationinfo` (app transfer).
+        case userMigrationInfo = "usermigrationinfo"
     }
 
     /// How the call ended.

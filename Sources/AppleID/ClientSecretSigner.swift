@@ -123,6 +123,12 @@ public actor ClientSecretSigner {
         return secret
     }
 
+    /// A client secret for `clientID` signed now and never cached: app transfer's calls each send a fresh one.
+    /// - Throws: as ``secret(for:)``.
+    public func freshSecret(for clientID: String) async throws(AppleIDError) -> Redacted<String> {
+        try await sign(for: clientID, at: clock.now())
+    }
+
     private func sign(for clientID: String, at now: Date) async throws(AppleIDError) -> Redacted<String> {
         guard let owner = owner(of: clientID) else {
             throw .invalidConfiguration("the client id \(clientID) belongs to no configured team")

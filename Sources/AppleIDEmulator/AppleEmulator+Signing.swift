@@ -37,6 +37,13 @@ extension AppleEmulator {
         codeHashOf code: String? = nil,
         accessTokenHashOf accessToken: String? = nil
     ) -> [String: any Sendable] {
+        let (user, transferSub) = state.withLock { state in
+            let team = state.teamOfClient[clientID] ?? state.transfers.primaryTeam
+            return (
+                state.transfers.view(of: user, team: team),
+                state.transfers.transferSubClaim(sub: user.sub, clientID: clientID, now: issuedAt)
+            )
+        }
         let iat = Int(issuedAt.timeIntervalSince1970)
         var claims: [String: any Sendable] = [
             "iss": Self.issuer,
@@ -55,6 +62,9 @@ extension AppleEmulator {
         }
         if let nonce {
             claims["nonce"] = nonce
+        }
+        if let transferSub {
+            claims["transfer_sub"] = transferSub
         }
         if let code {
             claims["c_hash"] = Self.halfHash(code)
@@ -116,6 +126,11 @@ extension AppleEmulator {
         eventTime: Date? = nil
     ) throws -> String {
         let now = self.now
+        // A known user's subject is written as the team that owns the client id now sees it.
+        let sub = state.withLock { state in
+            guard let user = state.user(sub: sub) else { return sub }
+            return state.transfers.subject(of: user.sub, team: state.teamOfClient[clientID] ?? state.transfers.primaryTeam)
+        }
         var event: [(key: String, value: any Sendable)] = [
             (key: "type", value: type),
             (key: "sub", value: sub),

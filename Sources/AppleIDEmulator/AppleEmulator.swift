@@ -60,6 +60,7 @@ public final class AppleEmulator: Sendable {
         self.clientSecretVerifiers = verifiers
         var initial = EmulatorState(signingKey: try .generate(), latency: configuration.latency, notifyURL: configuration.notifyURL)
         initial.teamOfClient = owners
+        initial.transfers = EmulatorTransfers(teams: configuration.teams.map(\.teamID))
         self.state = Mutex(initial)
         self.httpClient = httpClient
         self.logger = logger
@@ -98,9 +99,46 @@ public final class AppleEmulator: Sendable {
         return user
     }
 
-    /// The user last seen with this subject, if any.
+    /// The user last seen with this subject (their own, or their subject at any team), if any.
     public func user(sub: String) -> EmulatedUser? {
-        state.withLock { $0.users[sub] }
+        state.withLock { $0.user(sub: sub) }
+    }
+
+    /// The subject identity tokens for `clientID` carry for `user` now: the user's own ``EmulatedUser/sub`` at the
+    /// first team, a team-scoped one at any other (it changes when the client id moves to another team).
+    public func subject(of user: EmulatedUser, clientID: String) -> String {
+        state.withLock { state in
+            state.transfers.subject(of: user.sub, team: state.teamOfClient[clientID] ?? state.transfers.primaryTeam)
+        }
+    }
+
+    /// The user as the team that owns `clientID` now sees them: its subject and its (team-scoped) relay address.
+    public func view(of user: EmulatedUser, clientID: String) -> EmulatedUser {
+        state.withLock { state in
+            state.transfers.view(of: user, team: state.teamOfClient[clientID] ?? state.transfers.primaryTeam)
+        }
+    }
+
+    /// Moves `clientID` to the team `toTeam`, as an app transfer in App Store Connect does: from then on its client
+    /// secrets must be signed by that team's key, its identity tokens carry that team's subjects and, for 60 days, the
+    /// `transfer_sub` claim of every user who had authorized the app; tokens issued before the move no longer work.
+    ///
+    /// - Throws: ``AppleEmulatorError/Kind/unknownClient`` for a client id or team the emulator does not know, or a
+    ///   client id that already belongs to `toTeam`.
+    public func transfer(clientID: String, toTeam: String) throws {
+        let now = self.now
+        try state.withLock { state in
+            guard let from = state.teamOfClient[clientID] else {
+                throw AppleEmulatorError(.unknownClient, reason: "\(clientID) is not a configured client id")
+            }
+            guard state.transfers.teams.contains(toTeam), toTeam != from else {
+                throw AppleEmulatorError(.unknownClient, reason: "\(toTeam) is not another team the emulator knows")
+            }
+            let users = state.usersWithActiveGrants(clientID: clientID)
+            state.transfers.move(clientID: clientID, from: from, to: toTeam, at: now, users: users)
+            state.teamOfClient[clientID] = toTeam
+        }
+        logger.info("moved a client id to another team", metadata: ["apple_emulator.client_id": "\(clientID)", "apple_emulator.team": "\(toTeam)"])
     }
 
     /// Signs `user` in to `clientID` as a device would: an identity token and a one-time authorization code.

@@ -5,12 +5,11 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Apple's endpoints: `GET /auth/keys`, `POST /auth/token`, `POST /auth/revoke`, and the web flow's
-/// `GET /auth/authorize`.
+/// Apple's endpoints: `GET /auth/keys`, `POST /auth/token`, `POST /auth/revoke`, app transfer's
+/// `POST /auth/usermigrationinfo`, and the web flow's `GET /auth/authorize`.
 ///
 /// Each call is logged as it arrives, waits out the latency, then meets any injected failure before the real work
-/// (`/auth/authorize`, a page for a browser, is not delayed). `/auth/usermigrationinfo` is added here when it is
-/// emulated.
+/// (`/auth/authorize`, a page for a browser, is not delayed).
 struct AppleEndpointsController<Context: RequestContext>: Sendable {
     /// The emulator whose state the endpoints read and change.
     let emulator: AppleEmulator
@@ -32,6 +31,14 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
             return await serve(.revoke, form: form) { form in
                 guard let form else { return .oauthError("invalid_request", detail: "the body is not a form") }
                 return revoke(form)
+            }
+        }
+        router.post(RouterPath(EmulatorEndpoint.userMigrationInfo.path)) { request, _ in
+            let bearer = Self.bearer(request)
+            let form = await AppleForm.read(from: request)
+            return await serve(.userMigrationInfo, form: form) { form in
+                guard let form else { return .oauthError("invalid_request", detail: "the body is not a form") }
+                return userMigrationInfo(form, bearer: bearer)
             }
         }
         router.get(RouterPath(EmulatorEndpoint.authorize.path)) { request, _ in
@@ -184,6 +191,11 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
             outcome = emulator.state.withLock {
                 $0.exchange(code: code, clientID: clientID, redirectURI: form.redirectURI, now: now, codeLifetime: lifetime)
             }
+        case "client_credentials":
+            guard form.scope == "user.migration" else {
+                return .oauthError("invalid_scope", detail: "client_credentials needs scope=user.migration")
+            }
+            return teamAccessToken(clientID: clientID, now: now)
         case "refresh_token":
             guard let refreshToken = AppleForm.present(form.refreshToken) else {
                 return .oauthError("invalid_request", detail: "refresh_token missing")
@@ -223,6 +235,66 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
         } catch {
             return .empty(status: 500, detail: "could not sign the id_token: \(error)")
         }
+    }
+
+    /// `grant_type=client_credentials`, `scope=user.migration`: a team access token for the client's team, an hour.
+    private func teamAccessToken(clientID: String, now: Date) -> AppleAnswer {
+        let token = emulator.state.withLock { state in
+            state.transfers.issueTeamToken(clientID: clientID, teamID: state.teamOfClient[clientID] ?? "", now: now)
+        }
+        let pairs: [(key: String, value: any Sendable)] = [
+            (key: "access_token", value: token),
+            (key: "token_type", value: "Bearer"),
+            (key: "expires_in", value: EmulatorTransfers.teamTokenLifetime),
+        ]
+        return (try? JSONText.object(pairs)).map { AppleAnswer.json($0) } ?? .empty(status: 500, detail: "could not write the answer")
+    }
+
+    /// `/auth/usermigrationinfo`: with `sub` and `target`, the sending team asks for a user's transfer identifier; with
+    /// `transfer_sub`, the receiving team exchanges one for its own subject (and the private relay address).
+    private func userMigrationInfo(_ form: AppleForm, bearer: String?) -> AppleAnswer {
+        if let refusal = authenticateClient(form) { return refusal }
+        let clientID = form.clientID ?? ""
+        let now = emulator.now
+        return emulator.state.withLock { state -> AppleAnswer in
+            let team = state.teamOfClient[clientID] ?? ""
+            if let reason = state.transfers.teamTokenRejection(bearer, clientID: clientID, teamID: team, now: now) {
+                return .oauthError("invalid_grant", detail: reason)
+            }
+            if let transferSub = AppleForm.present(form.transferSub) {
+                guard let id = state.transfers.transferID(transferSub), id.clientID == clientID, id.toTeam == team else {
+                    return .oauthError("invalid_request", detail: "unknown transfer_sub, or not one for this client and team")
+                }
+                guard state.hasActiveGrant(sub: id.sub, clientID: clientID), let user = state.user(sub: id.sub) else {
+                    return .oauthError("invalid_request", detail: "the user stopped using Sign in with Apple with the app")
+                }
+                let view = state.transfers.view(of: user, team: team)
+                var pairs: [(key: String, value: any Sendable)] = [(key: "sub", value: view.sub)]
+                if view.isPrivateEmail, let email = view.email {
+                    pairs.append((key: "email", value: email))
+                    pairs.append((key: "is_private_email", value: true))
+                }
+                return (try? JSONText.object(pairs)).map { AppleAnswer.json($0) } ?? .empty(status: 500)
+            }
+            guard let sub = AppleForm.present(form.sub), let target = AppleForm.present(form.target) else {
+                return .oauthError("invalid_request", detail: "give sub and target, or transfer_sub")
+            }
+            guard state.transfers.teams.contains(target), target != team else {
+                return .oauthError("invalid_request", detail: "target is not another team")
+            }
+            let own = state.transfers.ownSubject(of: sub)
+            guard state.transfers.subject(of: own, team: team) == sub, state.hasActiveGrant(sub: own, clientID: clientID) else {
+                return .oauthError("invalid_request", detail: "no user with this sub has authorized the app")
+            }
+            let id = state.transfers.transferID(sub: own, clientID: clientID, from: team, to: target)
+            return (try? JSONText.object([(key: "transfer_sub", value: id)])).map { AppleAnswer.json($0) } ?? .empty(status: 500)
+        }
+    }
+
+    /// The token of an `Authorization: Bearer` header.
+    private static func bearer(_ request: Request) -> String? {
+        guard let header = request.headers[.authorization], header.lowercased().hasPrefix("bearer ") else { return nil }
+        return String(header.dropFirst("bearer ".count)).trimmingCharacters(in: .whitespaces)
     }
 
     private func revoke(_ form: AppleForm) -> AppleAnswer {

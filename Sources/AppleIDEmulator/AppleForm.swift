@@ -2,7 +2,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 
-/// The form fields Apple's `/auth/token` and `/auth/revoke` read (`application/x-www-form-urlencoded`), each named
+/// The form fields Apple's `/auth/token`, `/auth/revoke` and `/auth/usermigrationinfo` read (`application/x-www-form-urlencoded`), each named
 /// as on the wire in `snake_case`.
 struct AppleForm: Decodable, Sendable {
     /// `client_id`.
@@ -21,9 +21,18 @@ struct AppleForm: Decodable, Sendable {
     var token: String?
     /// `token_type_hint`, for revocation.
     var tokenTypeHint: String?
+    /// `scope`, for the client-credentials grant (`user.migration`).
+    var scope: String?
+    /// `sub`, the sending team's subject, for a transfer identifier.
+    var sub: String?
+    /// `target`, the receiving team's id, for a transfer identifier.
+    var target: String?
+    /// `transfer_sub`, for the receiving team's exchange.
+    var transferSub: String?
 
     private enum CodingKeys: String, CodingKey {
-        case code, token
+        case code, token, scope, sub, target
+        case transferSub = "transfer_sub"
         case clientID = "client_id"
         case clientSecret = "client_secret"
         case grantType = "grant_type"

@@ -45,18 +45,18 @@ extension EmulatorControlController {
         var isFirstAuthorization: Bool
         var user: AppleUser?
 
-        /// The answer for `authorization`.
-        init(_ authorization: EmulatedAuthorization) {
+        /// The answer for `authorization`, with the user as the client's team sees them (`view`).
+        init(_ authorization: EmulatedAuthorization, view: EmulatedUser) {
             identityToken = authorization.identityToken
             authorizationCode = authorization.authorizationCode
-            sub = authorization.user.sub
-            email = authorization.user.email
+            sub = view.sub
+            email = view.email
             isFirstAuthorization = authorization.isFirstAuthorization
             if authorization.isFirstAuthorization {
                 var name: [String: String] = [:]
-                name["firstName"] = authorization.user.firstName
-                name["lastName"] = authorization.user.lastName
-                user = AppleUser(name: name, email: authorization.user.email)
+                name["firstName"] = view.firstName
+                name["lastName"] = view.lastName
+                user = AppleUser(name: name, email: view.email)
             }
         }
 
@@ -65,6 +65,17 @@ extension EmulatorControlController {
             case identityToken = "identity_token"
             case authorizationCode = "authorization_code"
             case isFirstAuthorization = "is_first_authorization"
+        }
+    }
+
+    /// `POST /_emulator/transfer`.
+    struct TransferRequest: Decodable {
+        var clientID: String
+        var toTeam: String
+
+        private enum CodingKeys: String, CodingKey {
+            case clientID = "client_id"
+            case toTeam = "to_team"
         }
     }
 

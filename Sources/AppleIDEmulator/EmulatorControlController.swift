@@ -17,6 +17,16 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
         let group = router.group("_emulator")
         group.post("authorize") { request, _ in try await respond(to: request, with: authorize) }
         group.post("revoke-grant") { request, _ in try await respond(to: request, with: revokeGrant) }
+        group.post("transfer") { request, _ in
+            try await respond(to: request) { (body: TransferRequest) in
+                do {
+                    try emulator.transfer(clientID: body.clientID, toTeam: body.toTeam)
+                } catch let error as AppleEmulatorError {
+                    return Self.badRequest(error.reason)
+                }
+                return Self.noContent
+            }
+        }
         group.post("web-user") { request, _ in try await respond(to: request, with: setWebUser) }
         group.delete("web-user") { _, _ in
             emulator.setWebUser(nil)
@@ -80,7 +90,7 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
         } catch let error as AppleEmulatorError where error.kind == .unknownClient {
             return Self.badRequest(error.reason)
         }
-        return try Self.json(AuthorizeResponse(authorization))
+        return try Self.json(AuthorizeResponse(authorization, view: emulator.view(of: authorization.user, clientID: body.clientID ?? defaultClientID)))
     }
 
     /// `POST /_emulator/web-user`: who consents on `/auth/authorize` from now on (a known `sub`, or a new user).

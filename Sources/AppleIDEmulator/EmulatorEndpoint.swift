@@ -1,6 +1,4 @@
 /// Apple's endpoints that the emulator serves and that failures can be injected into.
-///
-/// `/auth/usermigrationinfo` joins this list when it is emulated.
 public enum EmulatorEndpoint: String, Sendable, Hashable, Codable, CaseIterable {
     /// `GET /auth/keys`, Apple's JWKS.
     case keys
@@ -10,6 +8,8 @@ public enum EmulatorEndpoint: String, Sendable, Hashable, Codable, CaseIterable 
     case revoke
     /// `GET /auth/authorize`, the web flow's consent page (answered with Apple's auto-submitting form post).
     case authorize
+    /// `POST /auth/usermigrationinfo`, app transfer's transfer identifiers and their exchange.
+    case userMigrationInfo = "usermigrationinfo"
 
     /// The endpoint's path, e.g. `/auth/token`.
     public var path: String { "/auth/\(rawValue)" }

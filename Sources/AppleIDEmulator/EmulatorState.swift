@@ -54,6 +54,9 @@ struct EmulatorState: Sendable {
         var grantID: Int
         var kind: TokenKind
         var clientID: String
+        /// The team that owned the client id when the token was issued: after an app transfer, the new team cannot
+        /// use or revoke the old team's tokens.
+        var teamID: String?
     }
 
     private struct PendingFailure: Sendable {
@@ -71,6 +74,8 @@ struct EmulatorState: Sendable {
     private(set) var users: [String: EmulatedUser] = [:]
     /// Which team owns each client id (``AppleEmulator/team(of:)``).
     var teamOfClient: [String: String] = [:]
+    /// Team-scoped subjects, team access tokens, transfer identifiers and moved client ids.
+    var transfers = EmulatorTransfers(teams: [])
     private var grants: [Int: Grant] = [:]
     private var activeGrants: [GrantKey: Int] = [:]
     private var nextGrantID = 1
@@ -96,13 +101,32 @@ struct EmulatorState: Sendable {
 
     /// Everything handed out that identifies a user or grants access (see ``AppleEmulator/issuedSecrets()``).
     func secrets() -> [String] {
-        let people = users.values.flatMap { [$0.sub, $0.email, $0.firstName, $0.lastName].compactMap(\.self) }
-        return people + codes.keys + tokenOrder + signedJWS
+        let people = users.values.flatMap { user in
+            [user.sub, user.email, user.firstName, user.lastName].compactMap(\.self)
+                + transfers.teams.compactMap { transfers.view(of: user, team: $0).email }
+        }
+        return people + codes.keys + tokenOrder + signedJWS + transfers.secrets
     }
 
     /// Remembers `user` under its subject (the latest version wins).
     mutating func remember(_ user: EmulatedUser) {
         users[user.sub] = user
+        transfers.register(user)
+    }
+
+    /// The user with this subject at any team.
+    func user(sub: String) -> EmulatedUser? {
+        users[transfers.ownSubject(of: sub)]
+    }
+
+    /// Whether the user (by their own subject) has an active grant at `clientID`.
+    func hasActiveGrant(sub: String, clientID: String) -> Bool {
+        activeGrants[GrantKey(sub: sub, clientID: clientID)] != nil
+    }
+
+    /// The users (own subjects) with an active grant at `clientID`.
+    func usersWithActiveGrants(clientID: String) -> Set<String> {
+        Set(activeGrants.keys.filter { $0.clientID == clientID }.map(\.sub))
     }
 
     /// Issues a code for `user` at `clientID`, starting a grant when none is active; says whether it started one.
@@ -201,6 +225,9 @@ struct EmulatorState: Sendable {
         guard issued.clientID == clientID else {
             return .failure(OAuthError(code: "invalid_grant", description: nil, detail: "refresh token issued to another client"))
         }
+        guard issued.teamID == teamOfClient[clientID] else {
+            return .failure(OAuthError(code: "invalid_grant", description: nil, detail: "refresh token issued to the app's previous team"))
+        }
         guard let grant = grants[issued.grantID], grant.isActive else {
             return .failure(OAuthError(code: "invalid_grant", description: nil, detail: "the user's grant was revoked"))
         }
@@ -221,7 +248,9 @@ struct EmulatorState: Sendable {
     /// records the request either way. Returns whether the token was valid.
     mutating func revoke(token: String, tokenTypeHint: String?, clientID: String, now: Date) -> Bool {
         var wasValid = false
-        if let issued = tokens[token], issued.clientID == clientID, grants[issued.grantID]?.isActive == true {
+        if let issued = tokens[token], issued.clientID == clientID, issued.teamID == teamOfClient[clientID],
+            grants[issued.grantID]?.isActive == true
+        {
             endGrant(issued.grantID)
             wasValid = true
         }
@@ -234,6 +263,7 @@ struct EmulatorState: Sendable {
     /// Ends the active grants of `sub` (at `clientID`, or at every client), as when the user stops using Sign in with
     /// Apple for the app in Apple ID settings. Returns how many grants ended.
     mutating func revokeGrants(sub: String, clientID: String?) -> Int {
+        let sub = transfers.ownSubject(of: sub)
         let ended = activeGrants.filter { key, _ in key.sub == sub && (clientID == nil || key.clientID == clientID) }
         for grantID in ended.values {
             endGrant(grantID)
@@ -249,7 +279,8 @@ struct EmulatorState: Sendable {
 
     /// The refresh and access tokens issued to `sub` (at `clientID`, or at every client), valid or not, in issue order.
     func issuedTokens(sub: String, clientID: String?) -> [String] {
-        tokenOrder.filter { token in
+        let sub = transfers.ownSubject(of: sub)
+        return tokenOrder.filter { token in
             guard let issued = tokens[token], let grant = grants[issued.grantID] else { return false }
             return grant.key.sub == sub && (clientID == nil || issued.clientID == clientID)
         }
@@ -270,7 +301,7 @@ struct EmulatorState: Sendable {
 
     private mutating func issue(_ kind: TokenKind, grantID: Int, clientID: String) -> String {
         let token = RandomToken.appleOpaque(prefix: kind == .refresh ? "r" : "a")
-        tokens[token] = IssuedToken(grantID: grantID, kind: kind, clientID: clientID)
+        tokens[token] = IssuedToken(grantID: grantID, kind: kind, clientID: clientID, teamID: teamOfClient[clientID])
         tokenOrder.append(token)
         return token
     }

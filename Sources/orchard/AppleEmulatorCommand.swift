@@ -10,7 +10,7 @@ import UnixSignals
 struct AppleEmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apple-emulator",
-        abstract: "Serve a stand-in for Apple's Sign in with Apple endpoints (keys, token, revoke, authorize) and its control API.",
+        abstract: "Serve a stand-in for Apple's Sign in with Apple endpoints (keys, token, revoke, usermigrationinfo, authorize) and its control API.",
         discussion: """
             It mints tokens that carry Apple's issuer, so it listens on loopback unless told otherwise. Without \
             --client-key it makes a client key, writes it to --write-client-key (default ./emulator-client-key.p8) and \
@@ -18,7 +18,8 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
             Jane Appleseed unless login_hint (a subject or an email) or POST /_emulator/web-user names someone else, \
             and posts Apple's form to the redirect URI. Control API: POST /_emulator/authorize, /_emulator/revoke-grant, \
             /_emulator/web-user, /_emulator/failures, /_emulator/omit-refresh-token, /_emulator/notifications, \
-            /_emulator/latency; GET/DELETE /_emulator/calls.
+            /_emulator/latency, /_emulator/transfer {"client_id", "to_team"} (moves a client id to another --team: its \
+            users then get that team's subjects, and the transfer_sub claim for 60 days); GET/DELETE /_emulator/calls.
             """
     )
 

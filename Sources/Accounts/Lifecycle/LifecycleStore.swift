@@ -6,7 +6,7 @@ public import Foundation
 ///
 /// It refines the job queues the lifecycle's own handlers claim from, so one store serves ``Accounts`` and its
 /// handlers; each handler depends only on its queue.
-public protocol LifecycleStore: RevocationOutbox, NotificationInbox, ValidationSchedule {
+public protocol LifecycleStore: RevocationOutbox, NotificationInbox, ValidationSchedule, TransferStore {
     /// The installation's salt for the audit hash of subjects (made at the first migration).
     func auditSalt() async throws -> String
     /// Applies a change in one transaction; `false` (and nothing written) when the account no longer exists.

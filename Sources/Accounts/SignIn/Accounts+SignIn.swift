@@ -32,9 +32,16 @@ extension Accounts {
         try await consumeNonce(claim: claims.nonce, raw: request.nonce)
         // Read before the exchange: a deletion that commits while Apple answers is then seen by the write below, which
         // refuses to record a sign-in into an account that no longer exists.
-        let existing: AccountRecord?
+        var existing: AccountRecord?
+        // An app transfer's import still waiting for its exchange is found by the token's `transfer_sub`, and this
+        // sign-in completes it.
+        var completesTransfer = false
         do {
             existing = try await store.account(subjectHashes: vault.subjectHashCandidates(claims.sub))
+            if existing == nil, let transferSub = claims.transferSub {
+                existing = try await store.pendingImport(subjectHashes: vault.subjectHashCandidates(transferSub))
+                completesTransfer = existing != nil
+            }
         } catch {
             throw AccountsError.storage(error)
         }
@@ -67,7 +74,14 @@ extension Accounts {
         let emailSource = claims.email != nil ? claims : exchanged
 
         do {
-            return try await storeSignIn(existing: existing, claims: claims, emailSource: emailSource, tokens: tokens, request: request)
+            return try await storeSignIn(
+                existing: existing,
+                claims: claims,
+                emailSource: emailSource,
+                tokens: tokens,
+                request: request,
+                completesTransfer: completesTransfer
+            )
         } catch let error as StoreError where error == .conflict {
             // Two first sign-ins of one user raced; the other created the account, so this one is a returning sign-in.
             do {
@@ -110,7 +124,8 @@ extension Accounts {
         claims: AppleIdentityClaims,
         emailSource: AppleIdentityClaims?,
         tokens: AppleTokenResponse,
-        request: SignInRequest
+        request: SignInRequest,
+        completesTransfer: Bool = false
     ) async throws -> SignInResult {
         let now = clock.now()
         let isNew = existing == nil
@@ -150,6 +165,11 @@ extension Accounts {
             record.isPrivateEmail = emailSource.isPrivateEmail ?? false
         }
         record.clientID = claims.aud
+        if completesTransfer {
+            // Re-keyed from the transfer identifier to this team's subject.
+            record.subjectHash = vault.subjectHash(claims.sub)
+            record.sealedSubject = try seal(claims.sub.value, "subject")
+        }
         if let refresh = tokens.refreshToken {
             record.sealedRefreshToken = try seal(refresh.value, "refresh_token")
             record.appleCredential = .valid
@@ -186,7 +206,13 @@ extension Accounts {
                 createdAt: now
             )
         }
-        let recorded = try await store.recordSignIn(account: record, isNew: isNew, session: session, revocationIfGone: revocation)
+        let recorded = try await store.recordSignIn(
+            account: record,
+            isNew: isNew,
+            session: session,
+            revocationIfGone: revocation,
+            completesTransfer: completesTransfer ? transferCompletion(accountID: id, at: now) : nil
+        )
         guard recorded else {
             wakeups.notify(.revocations)
             throw AccountsError(
@@ -194,6 +220,7 @@ extension Accounts {
                 "the account was deleted while this sign-in was under way; nothing was stored and Apple's new grant is revoked"
             )
         }
+        if completesTransfer { wakeups.notify(.webhooks) }
         return SignInResult(
             sessionToken: Redacted(token),
             sessionExpiresAt: session.expiresAt,

@@ -29,8 +29,16 @@ public protocol AccountStore: Sendable {
     /// Returns `false` when the account to update no longer exists (deleted meanwhile): then nothing of the sign-in is
     /// written, and `revocationIfGone` (the grant Apple gave this sign-in) is added to the revocation outbox instead,
     /// in the same transaction.
+    /// `completesTransfer` marks the account's pending import `exchanged` and queues its webhooks in the same
+    /// transaction, when the import is still pending (a sign-in whose identity token carried the transfer identifier).
     /// - Throws: ``StoreError/conflict`` when `isNew` and another account with the same subject hash appeared meanwhile.
-    func recordSignIn(account: AccountRecord, isNew: Bool, session: SessionRecord, revocationIfGone: RevocationJob?) async throws -> Bool
+    func recordSignIn(
+        account: AccountRecord,
+        isNew: Bool,
+        session: SessionRecord,
+        revocationIfGone: RevocationJob?,
+        completesTransfer: TransferCompletion?
+    ) async throws -> Bool
     /// The session with this token hash, and its account unless that was deleted: one indexed read.
     func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)?
     /// Ends a live session; `false` when there was no live session with that hash.

@@ -119,6 +119,7 @@ public struct VaultRotation: Sendable {
         case .revocations: Accounts.revocationContext(key)
         case .notificationInbox: Accounts.notificationContext(key)
         case .webFlowStates: WebFlowStates.context(key)
+        case .transferExports: Accounts.context(key, "transfer_sub")
         }
     }
 }

@@ -8,6 +8,8 @@ public enum VaultTable: String, Sendable, CaseIterable {
     case notificationInbox = "notification_inbox"
     /// Web-flow states' nonces.
     case webFlowStates = "web_flow_states"
+    /// App transfer's transfer identifiers (sending side).
+    case transferExports = "transfer_exports"
 
     /// The column that identifies a row.
     public var keyColumn: String {
@@ -15,6 +17,7 @@ public enum VaultTable: String, Sendable, CaseIterable {
         case .accounts, .revocations: "id"
         case .notificationInbox: "jti"
         case .webFlowStates: "state_hash"
+        case .transferExports: "account_id"
         }
     }
 
@@ -26,6 +29,7 @@ public enum VaultTable: String, Sendable, CaseIterable {
         case .revocations: ["sealed_token"]
         case .notificationInbox: ["sealed_event"]
         case .webFlowStates: ["sealed_nonce"]
+        case .transferExports: ["sealed_transfer_sub"]
         }
     }
 }

@@ -160,5 +160,35 @@ extension Migration {
                 "CREATE INDEX webhook_outbox_delivered_at ON webhook_outbox (delivered_at) WHERE delivered_at IS NOT NULL",
             ]
         ),
+        Migration(
+            version: 6,
+            summary: "app transfer (TN3159): each account's transfer state, on the sending and on the receiving side",
+            statements: [
+                """
+                CREATE TABLE transfer_exports (
+                    account_id TEXT PRIMARY KEY,
+                    client_id TEXT NOT NULL,
+                    target_team TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    sealed_transfer_sub TEXT,
+                    attempts INTEGER NOT NULL,
+                    last_error TEXT,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+                // An imported account is found by its transfer identifier through accounts.subject_hash until the
+                // exchange re-keys it; this table only says where each one stands.
+                """
+                CREATE TABLE transfer_imports (
+                    account_id TEXT PRIMARY KEY,
+                    client_id TEXT NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL,
+                    last_error TEXT,
+                    updated_at BIGINT NOT NULL
+                )
+                """,
+            ]
+        ),
     ]
 }

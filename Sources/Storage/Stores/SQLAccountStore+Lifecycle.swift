@@ -22,6 +22,9 @@ extension SQLAccountStore: LifecycleStore {
             case .delete(let audit, let revocation):
                 let deleted = try await db.raw("DELETE FROM accounts WHERE id = \(bind: change.accountID) RETURNING id").all()
                 guard !deleted.isEmpty else { return false }
+                // A transfer identifier is the user's too.
+                try await db.raw("DELETE FROM transfer_exports WHERE account_id = \(bind: change.accountID)").run()
+                try await db.raw("DELETE FROM transfer_imports WHERE account_id = \(bind: change.accountID)").run()
                 try await db.raw(
                     """
                     UPDATE sessions SET ended_at = \(bind: at), end_reason = 'account_deleted'
@@ -70,13 +73,7 @@ extension SQLAccountStore: LifecycleStore {
                 ).run()
             }
             for delivery in change.webhooks {
-                try await db.raw(
-                    """
-                    INSERT INTO webhook_outbox (id, event_id, event_type, url, body, status, attempts, next_attempt_at, created_at)
-                    VALUES (\(bind: delivery.id), \(bind: delivery.eventID), \(bind: delivery.eventType), \(bind: delivery.url),
-                        \(bind: delivery.body), 'pending', 0, \(bind: delivery.createdAt.milliseconds), \(bind: delivery.createdAt.milliseconds))
-                    """
-                ).run()
+                try await Self.insertWebhook(delivery, on: db)
             }
             if let jti = change.completesNotification {
                 try await Self.completeNotification(jti: jti, outcome: "processed", at: at, in: db)
@@ -91,6 +88,17 @@ extension SQLAccountStore: LifecycleStore {
 }
 
 extension SQLAccountStore {
+    /// Adds a webhook delivery to the outbox (inside the caller's transaction).
+    static func insertWebhook(_ delivery: WebhookDelivery, on db: any SQLDatabase) async throws {
+        try await db.raw(
+            """
+            INSERT INTO webhook_outbox (id, event_id, event_type, url, body, status, attempts, next_attempt_at, created_at)
+            VALUES (\(bind: delivery.id), \(bind: delivery.eventID), \(bind: delivery.eventType), \(bind: delivery.url),
+                \(bind: delivery.body), 'pending', 0, \(bind: delivery.createdAt.milliseconds), \(bind: delivery.createdAt.milliseconds))
+            """
+        ).run()
+    }
+
     /// Adds a revocation to the outbox (inside the caller's transaction).
     static func insertRevocation(_ job: RevocationJob, on db: any SQLDatabase) async throws {
         try await db.raw(

@@ -106,7 +106,8 @@ public struct SQLAccountStore: AccountStore {
         account: AccountRecord,
         isNew: Bool,
         session: SessionRecord,
-        revocationIfGone: RevocationJob?
+        revocationIfGone: RevocationJob?,
+        completesTransfer: TransferCompletion?
     ) async throws -> Bool {
         try await database.transaction { db in
             if isNew {
@@ -146,6 +147,9 @@ public struct SQLAccountStore: AccountStore {
                     // Deleted meanwhile: no session for a gone account; the grant just given goes to be revoked.
                     if let job = revocationIfGone { try await Self.insertRevocation(job, on: db) }
                     return false
+                }
+                if let completion = completesTransfer {
+                    _ = try await Self.markExchanged(accountID: account.id, completion: completion, on: db)
                 }
             }
             try await db.raw(
