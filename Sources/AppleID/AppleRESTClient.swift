@@ -159,7 +159,7 @@ public struct AppleRESTClient: Sendable {
                     freshSecret: true,
                     parse: parse
                 )
-            } catch where error.appleErrorCode == .invalidGrant && attempt == 1 {
+            } catch  where error.appleErrorCode == .invalidGrant && attempt == 1 {
                 await teamTokens.drop(clientID)
             }
         }

@@ -90,7 +90,9 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
         } catch let error as AppleEmulatorError where error.kind == .unknownClient {
             return Self.badRequest(error.reason)
         }
-        return try Self.json(AuthorizeResponse(authorization, view: emulator.view(of: authorization.user, clientID: body.clientID ?? defaultClientID)))
+        return try Self.json(
+            AuthorizeResponse(authorization, view: emulator.view(of: authorization.user, clientID: body.clientID ?? defaultClientID))
+        )
     }
 
     /// `POST /_emulator/web-user`: who consents on `/auth/authorize` from now on (a known `sub`, or a new user).

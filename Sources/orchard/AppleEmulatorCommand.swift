@@ -10,7 +10,8 @@ import UnixSignals
 struct AppleEmulatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "apple-emulator",
-        abstract: "Serve a stand-in for Apple's Sign in with Apple endpoints (keys, token, revoke, usermigrationinfo, authorize) and its control API.",
+        abstract:
+            "Serve a stand-in for Apple's Sign in with Apple endpoints (keys, token, revoke, usermigrationinfo, authorize) and its control API.",
         discussion: """
             It mints tokens that carry Apple's issuer, so it listens on loopback unless told otherwise. Without \
             --client-key it makes a client key, writes it to --write-client-key (default ./emulator-client-key.p8) and \

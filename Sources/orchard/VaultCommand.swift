@@ -5,12 +5,6 @@ import Logging
 import OrchardServer
 import Storage
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// `orchard vault status / rotate`.
 struct VaultCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -55,16 +49,9 @@ struct VaultCommand: AsyncParsableCommand {
         func run() async throws {
             let left = try await VaultCommand.withRotation { rotation, vault in
                 let total = try await rotation.rowCount()
-                let terminal = isatty(STDERR_FILENO) == 1
                 FileHandle.standardError.write(Data("re-sealing \(total) rows under key \(vault.currentKeyID)\n".utf8))
-                let outcome = try await rotation.rotate { done in
-                    guard terminal, done == total || done % 50 == 0 else { return }
-                    let width = 30
-                    let filled = total == 0 ? width : width * done / total
-                    let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
-                    FileHandle.standardError.write(Data("\r[\(bar)] \(done)/\(total)".utf8))
-                }
-                if terminal { FileHandle.standardError.write(Data("\n".utf8)) }
+                let report = ProgressReport(unit: "rows")
+                let outcome = try await rotation.rotate { done in report.update(done: done, total: total) }
                 let status = try await rotation.status()
                 print("rotated: \(outcome.rotated)")
                 print("unchanged: \(outcome.unchanged)")

@@ -85,7 +85,8 @@ import Testing
                 account: first,
                 isNew: true,
                 session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                revocationIfGone: nil
+                revocationIfGone: nil,
+                completesTransfer: nil
             )
             let second = account(id: "acct_2", subjectHash: "same", at: now)
             await #expect(throws: StoreError.conflict) {
@@ -93,7 +94,8 @@ import Testing
                     account: second,
                     isNew: true,
                     session: SessionRecord(tokenHash: "t2", accountID: "acct_2", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                    revocationIfGone: nil
+                    revocationIfGone: nil,
+                    completesTransfer: nil
                 )
             }
             #expect(try await store.session(tokenHash: "t2") == nil)
@@ -124,7 +126,8 @@ import Testing
                 account: gone,
                 isNew: false,
                 session: SessionRecord(tokenHash: "t9", accountID: "acct_gone", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                revocationIfGone: job
+                revocationIfGone: job,
+                completesTransfer: nil
             )
             #expect(!recorded)
             #expect(try await store.session(tokenHash: "t9") == nil)
@@ -141,7 +144,8 @@ import Testing
                 account: account(id: "acct_1", subjectHash: "s", at: now),
                 isNew: true,
                 session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                revocationIfGone: nil
+                revocationIfGone: nil,
+                completesTransfer: nil
             )
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
             #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, at: now) == false)

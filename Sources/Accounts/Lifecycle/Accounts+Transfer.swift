@@ -31,7 +31,8 @@ public struct TransferLine: Codable, Sendable, Equatable {
 
     /// Whether an account id can be taken as it is: letters, digits, `_` and `-`, at most 128 characters.
     public static func isValidAccountID(_ id: String) -> Bool {
-        !id.isEmpty && id.count <= 128 && id.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "_" || $0 == "-" }
+        !id.isEmpty && id.count <= 128
+            && id.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "_" || $0 == "-" }
     }
 }
 

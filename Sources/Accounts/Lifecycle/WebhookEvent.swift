@@ -3,7 +3,7 @@ public import Foundation
 /// A lifecycle event the app's other backends are told about. It carries Orchard's opaque account id and never an
 /// Apple subject, an email or a token.
 public struct WebhookEvent: Sendable, Equatable {
-    /// `account.deleted`, `account.credential_revoked` or `account.email_forwarding_changed`.
+    /// `account.deleted`, `account.credential_revoked`, `account.email_forwarding_changed` or `account.transferred`.
     public var type: String
     /// The event's id (the `webhook-id` header).
     public var id: String

@@ -131,7 +131,7 @@ extension OrchardConfiguration {
             }
         } else if needs.contains(.apple) {
             guard !config.appleTeamID.isEmpty else { throw ConfigurationError(setting: "APPLE_TEAM_ID", problem: "is required") }
-            guard Settings.isTeamID(config.appleTeamID) else {
+            guard OrchardConfiguration.isTeamID(config.appleTeamID) else {
                 throw ConfigurationError(setting: "APPLE_TEAM_ID", problem: "must be the 10-character team id")
             }
             guard !config.appleKeyID.isEmpty else { throw ConfigurationError(setting: "APPLE_KEY_ID", problem: "is required") }
@@ -189,6 +189,13 @@ extension OrchardConfiguration {
 }
 
 /// Typed reads of the contract's settings, each failure naming its setting.
+extension OrchardConfiguration {
+    /// Whether `text` has a team id's shape: 10 ASCII letters and digits.
+    public static func isTeamID(_ text: String) -> Bool {
+        text.count == 10 && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+    }
+}
+
 private struct Settings {
     let reader: ConfigReader
 
@@ -228,7 +235,7 @@ private struct Settings {
             func value(_ name: String) -> String? { reader.settingText(["apple", "teams", String(index), name]) }
             let clientIDs = reader.settingList(["apple", "teams", String(index), "client_ids"])
             guard value("team_id") != nil || value("key_id") != nil || value("private_key_file") != nil || clientIDs != nil else { break }
-            guard let teamID = value("team_id"), Self.isTeamID(teamID) else {
+            guard let teamID = value("team_id"), OrchardConfiguration.isTeamID(teamID) else {
                 throw ConfigurationError(setting: "\(prefix).team_id", problem: "must be the 10-character team id")
             }
             guard let keyID = value("key_id") else { throw ConfigurationError(setting: "\(prefix).key_id", problem: "is required") }
@@ -254,11 +261,6 @@ private struct Settings {
             teams.append(AppleTeam(teamID: teamID, keyID: keyID, privateKeyPEM: pem, clientIDs: clientIDs))
         }
         return teams
-    }
-
-    /// Whether `text` has a team id's shape: 10 ASCII letters and digits.
-    static func isTeamID(_ text: String) -> Bool {
-        text.count == 10 && text.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
     }
 
     /// Reads a `.p8` key file.

@@ -1,0 +1,191 @@
+import AppleIDEmulator
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import OrchardTesting
+import Storage
+import Testing
+
+@Suite("App transfer (TN3159): two installations, one emulator, export on team A's side, import on team B's")
+struct TransferTests {
+    static let app = "com.example.moving.app"
+    static let teamA = "TEAMAAAAAA"
+    static let teamB = "TEAMBBBBBB"
+
+    @Test("users move from team A to team B: same account ids, new subjects, revoked_before_transfer, resumable both sides")
+    func appMovesToAnotherTeam() async throws {
+        let keyA = AppleEmulatorConfiguration.makeClientKey()
+        let keyB = AppleEmulatorConfiguration.makeClientKey()
+        let http = HTTPClient(eventLoopGroupProvider: .singleton)
+        let emulator = try AppleEmulator(
+            configuration: AppleEmulatorConfiguration(
+                teamID: Self.teamA,
+                keyID: "KEYAAAAAAA",
+                clientIDs: [Self.app],
+                clientPublicKeyPEM: keyA.publicKeyPEM,
+                otherTeams: [
+                    EmulatorTeam(teamID: Self.teamB, keyID: "KEYBBBBBBB", clientPublicKeyPEM: keyB.publicKeyPEM, clientIDs: ["com.example.b.other"])
+                ]
+            ),
+            httpClient: http
+        )
+        let running = try await emulator.start()
+        let directory = try TemporaryDirectory()
+        let receiver = try await WebhookReceiver.start()
+        // Team B's database is the selected backend's: a fresh PostgreSQL database on the PostgreSQL pass.
+        let databaseB = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
+        defer {
+            Task {
+                await receiver.stop()
+                await databaseB?.remove()
+                await running.stop()
+                try? await http.shutdown()
+                directory.remove()
+            }
+        }
+        try keyA.privateKeyPEM.write(toFile: directory.file("a.p8"), atomically: true, encoding: .utf8)
+        try keyB.privateKeyPEM.write(toFile: directory.file("b.p8"), atomically: true, encoding: .utf8)
+        func vaultKey() -> String { "k1:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())" }
+        let sideA = [
+            "APPLE_TEAM_ID": Self.teamA, "APPLE_KEY_ID": "KEYAAAAAAA", "APPLE_PRIVATE_KEY_FILE": directory.file("a.p8"),
+            "APPLE_CLIENT_IDS": Self.app, "APPLE_BASE_URL": running.baseURL, "ORCHARD_VAULT_KEYS": vaultKey(),
+            "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("a.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
+        ]
+        var sideB = [
+            "APPLE_TEAM_ID": Self.teamB, "APPLE_KEY_ID": "KEYBBBBBBB", "APPLE_PRIVATE_KEY_FILE": directory.file("b.p8"),
+            "APPLE_CLIENT_IDS": Self.app, "APPLE_BASE_URL": running.baseURL, "ORCHARD_VAULT_KEYS": vaultKey(),
+            "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("b.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
+            "ORCHARD_WEBHOOK_URLS": receiver.url,
+            "ORCHARD_WEBHOOK_SECRET": "whsec_" + Data("transfer-webhook-secret-0123456789".utf8).base64EncodedString(),
+        ]
+        if let databaseB, case .postgres(let url) = databaseB.url { sideB["ORCHARD_DATABASE_URL"] = url }
+
+        // Team A's installation: four users sign up; the last one stops using Sign in with Apple with the app.
+        let serveA = try await ServeProcess.start(environment: sideA, logDirectory: directory.path, http: http)
+        let clientA = OrchardClient(baseURL: serveA.baseURL, http: http, emulator: emulator)
+        var users: [EmulatedUser] = []
+        var accountIDs: [String] = []
+        for index in 0..<4 {
+            let user = emulator.makeUser(firstName: "User\(index)", lastName: "Moving")
+            let signIn = try await clientA.signIn(
+                user,
+                clientID: Self.app,
+                userDetails: ["name": ["first_name": "User\(index)", "last_name": "Moving"]]
+            ).response
+            #expect(signIn.status == 200, "\(String(decoding: signIn.body, as: UTF8.self))")
+            users.append(user)
+            accountIDs.append(try #require((signIn.json["account"] as? [String: Any])?["id"] as? String))
+        }
+        #expect(emulator.revokeGrant(sub: users[3].sub, clientID: Self.app) == 1)
+        #expect(await serveA.terminate() == 0)
+
+        // Export, with Apple failing the first usermigrationinfo call: one account failed, exit 1.
+        let file = directory.file("transfer.jsonl")
+        emulator.injectFailure(endpoint: .userMigrationInfo, failure: .status(503), count: 1)
+        let first = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file], environment: sideA)
+        #expect(first.status == 1, "\(first.standardOutput) \(first.standardError)")
+        // Which account met the failure depends on the order of the random account ids: only the failed count is fixed.
+        #expect(first.standardOutput.hasSuffix("failed: 1\n"), "\(first.standardOutput)")
+        let migrationCalls = emulator.calls(to: .userMigrationInfo).count
+        #expect(migrationCalls == 4)
+        // The re-run asks Apple only for the failed account.
+        let second = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file, "--json"], environment: sideA)
+        #expect(second.status == 0, "\(second.standardOutput) \(second.standardError)")
+        #expect(second.standardOutput == #"{"exported":3,"revoked_before_transfer":1,"failed":0}"# + "\n")
+        #expect(emulator.calls(to: .userMigrationInfo).count == migrationCalls + 1)
+        let teamTokenCalls = emulator.calls(to: .token).filter { $0.grantType == "client_credentials" }
+        // One team token per run: the bearer is cached while it lives, not asked for per account.
+        #expect(teamTokenCalls.count == 2 && teamTokenCalls.allSatisfy { $0.status == 200 })
+        #expect(emulator.calls(to: .userMigrationInfo).allSatisfy { $0.status == 200 || $0.error == "invalid_request" || $0.status == 503 })
+
+        // The file: one line per exported account, with the name; never a subject or an email.
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        let lines = text.split(separator: "\n").map { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(lines.count == 3)
+        #expect(Set(lines.compactMap { $0?["account_id"] as? String }) == Set(accountIDs.prefix(3)))
+        #expect(lines.allSatisfy { ($0?["client_id"] as? String) == Self.app && ($0?["transfer_sub"] as? String)?.isEmpty == false })
+        #expect(lines.allSatisfy { (($0?["name"] as? [String: Any])?["last_name"] as? String) == "Moving" })
+        for user in users {
+            #expect(!text.contains(user.sub) && !text.contains(user.email ?? "-"))
+        }
+        let permissions = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        let statusA = try OrchardProcess.run(["transfer", "status"], environment: sideA)
+        #expect(statusA.standardOutput.contains("export.exported: 3\nexport.revoked_before_transfer: 1\nexport.failed: 0\n"), "\(statusA)")
+
+        // The app moves to team B in App Store Connect.
+        var move = HTTPClientRequest(url: running.baseURL + "/_emulator/transfer")
+        move.method = .POST
+        move.body = .bytes(ByteBuffer(string: #"{"client_id": "\#(Self.app)", "to_team": "\#(Self.teamB)"}"#))
+        #expect(try await http.execute(move, timeout: .seconds(10)).status.code == 204)
+        #expect(emulator.team(of: Self.app) == Self.teamB)
+
+        // Team B's installation imports; Apple is out of reach for the first exchange, which stays pending: exit 1.
+        let serveB = try await ServeProcess.start(environment: sideB, logDirectory: directory.path, http: http)
+        let clientB = OrchardClient(baseURL: serveB.baseURL, http: http, emulator: emulator)
+        emulator.injectFailure(endpoint: .userMigrationInfo, failure: .status(503), count: 1)
+        let imported = try OrchardProcess.run(["transfer", "import", file, "--json"], environment: sideB)
+        #expect(imported.status == 1, "\(imported.standardOutput) \(imported.standardError)")
+        #expect(
+            imported.standardOutput == #"{"imported":3,"exchanged":2,"pending":1,"revoked_before_transfer":0,"failed":0}"# + "\n",
+            "\(imported.standardOutput) \(imported.standardError)"
+        )
+        // The file's first line met the failure: the import goes in the file's order.
+        let pendingID = try #require(lines.first??["account_id"] as? String)
+        let pendingUser = users[try #require(accountIDs.firstIndex(of: pendingID))]
+        let pendingShow = try OrchardProcess.run(["accounts", "show", pendingID], environment: sideB)
+        #expect(pendingShow.standardOutput.contains("apple_sub: \(lines.first??["transfer_sub"] as? String ?? "-")"), "\(pendingShow)")
+
+        // The pending one signs in under team B: its identity token carries transfer_sub, which finds the account.
+        let pendingSignIn = try await clientB.signIn(pendingUser, clientID: Self.app).response
+        #expect(pendingSignIn.status == 200, "\(String(decoding: pendingSignIn.body, as: UTF8.self)) \(serveB.logText)")
+        #expect(pendingSignIn.json["is_new_account"] as? Bool == false)
+        let pendingAccount = try #require(pendingSignIn.json["account"] as? [String: Any])
+        #expect(pendingAccount["id"] as? String == pendingID)
+        #expect(pendingAccount["apple_sub"] as? String == emulator.subject(of: pendingUser, clientID: Self.app))
+
+        // The re-run finds nothing left to do.
+        let rerun = try OrchardProcess.run(["transfer", "import", file], environment: sideB)
+        #expect(rerun.status == 0, "\(rerun.standardOutput) \(rerun.standardError)")
+        #expect(rerun.standardOutput == "imported: 0\nexchanged: 3\npending: 0\nrevoked_before_transfer: 0\nfailed: 0\n")
+
+        // Every other migrated user signs in under team B into the same account, with team B's subject and the name
+        // kept; but one, left alone for the deletion below.
+        let untouchedIndex = try #require([2, 1].first { accountIDs[$0] != pendingID })
+        for (index, user) in users.prefix(3).enumerated() where accountIDs[index] != pendingID && index != untouchedIndex {
+            let signIn = try await clientB.signIn(user, clientID: Self.app).response
+            #expect(signIn.status == 200, "\(String(decoding: signIn.body, as: UTF8.self))")
+            #expect(signIn.json["is_new_account"] as? Bool == false)
+            let account = try #require(signIn.json["account"] as? [String: Any])
+            #expect(account["id"] as? String == accountIDs[index])
+            let teamBSubject = emulator.subject(of: user, clientID: Self.app)
+            #expect(teamBSubject != user.sub)
+            #expect(account["apple_sub"] as? String == teamBSubject)
+            #expect((account["name"] as? [String: Any])?["first_name"] as? String == "User\(index)")
+            #expect(account["email"] as? String == emulator.view(of: user, clientID: Self.app).email)
+        }
+
+        // account.transferred, once per exchanged account, whether import or a sign-in completed it.
+        _ = await eventually(timeout: 20) {
+            receiver.delivered.filter { $0.json["type"] as? String == "account.transferred" }.count >= 3
+        }
+        let transferred = receiver.delivered.filter { $0.json["type"] as? String == "account.transferred" }
+        #expect(transferred.count == 3)
+        #expect(Set(transferred.compactMap { $0.json["account_id"] as? String }) == Set(accountIDs.prefix(3)))
+
+        // An account not signed in since the move holds no Apple token: apple_credential unknown, deletion manual.
+        let untouched = accountIDs[untouchedIndex]
+        let show = try OrchardProcess.run(["accounts", "show", untouched], environment: sideB)
+        #expect(show.standardOutput.contains("apple_credential: unknown"), "\(show)")
+        let deletion = try OrchardProcess.run(["accounts", "delete", untouched], environment: sideB)
+        #expect(deletion.status == 0, "\(deletion)")
+        #expect(deletion.standardOutput.contains("apple_revocation: manual_required"), "\(deletion.standardOutput)")
+
+        // The revoked user has no line: they sign in under team B as a new account.
+        let statusB = try OrchardProcess.run(["transfer", "status", "--json"], environment: sideB)
+        #expect(statusB.standardOutput.contains(#""import":{"exchanged":2,"failed":0,"imported":0,"revoked_before_transfer":0}"#), "\(statusB)")
+        #expect(await serveB.terminate() == 0)
+    }
+
+}
