@@ -14,11 +14,17 @@ struct EmulatorHarness: Sendable {
     static let appID = "com.example.app"
     static let webID = "com.example.web"
     static let redirectURI = "https://orchard.example.com/v1/auth/apple/callback"
+    /// A second team, with a key of its own, for app transfers.
+    static let teamB = "TEAMB12345"
+    static let keyB = "KEYB123456"
+    static let appB = "com.example.team-b"
 
     let clock: TestWallClock
     let emulator: AppleEmulator
     let server: RunningEmulator
     let clientKeyPEM: String
+    /// Team B's private key.
+    let teamBKeyPEM: String
 
     var baseURL: String { server.baseURL }
 
@@ -30,6 +36,7 @@ struct EmulatorHarness: Sendable {
     ) async throws {
         let clock = TestWallClock()
         let key = AppleEmulatorConfiguration.makeClientKey()
+        let teamBKey = AppleEmulatorConfiguration.makeClientKey()
         var logger = Logger(label: "test.apple-emulator")
         logger.logLevel = .warning
         let emulator = try AppleEmulator(
@@ -40,12 +47,21 @@ struct EmulatorHarness: Sendable {
                 clientPublicKeyPEM: key.publicKeyPEM,
                 notifyURL: notifyURL,
                 clock: clock,
-                timeoutHold: timeoutHold
+                timeoutHold: timeoutHold,
+                otherTeams: [EmulatorTeam(teamID: teamB, keyID: keyB, clientPublicKeyPEM: teamBKey.publicKeyPEM, clientIDs: [appB])]
             ),
             logger: logger
         )
         try await emulator.withRunningServer { server in
-            try await body(EmulatorHarness(clock: clock, emulator: emulator, server: server, clientKeyPEM: key.privateKeyPEM))
+            try await body(
+                EmulatorHarness(
+                    clock: clock,
+                    emulator: emulator,
+                    server: server,
+                    clientKeyPEM: key.privateKeyPEM,
+                    teamBKeyPEM: teamBKey.privateKeyPEM
+                )
+            )
         }
     }
 
@@ -150,13 +166,19 @@ struct EmulatorHarness: Sendable {
         var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    func postForm(_ path: String, _ fields: [String: String], timeout: TimeAmount = .seconds(10)) async throws -> Answer {
+    func postForm(
+        _ path: String,
+        _ fields: [String: String],
+        bearer: String? = nil,
+        timeout: TimeAmount = .seconds(10)
+    ) async throws -> Answer {
         let form = fields.sorted { $0.key < $1.key }.map { "\(Self.formEncode($0.key))=\(Self.formEncode($0.value))" }
         return try await send(
             .POST,
             path,
             body: Data(form.joined(separator: "&").utf8),
             contentType: "application/x-www-form-urlencoded",
+            headers: bearer.map { [("Authorization", "Bearer \($0)")] } ?? [],
             timeout: timeout
         )
     }
@@ -170,10 +192,12 @@ struct EmulatorHarness: Sendable {
         _ path: String,
         body: Data? = nil,
         contentType: String? = nil,
+        headers extra: [(String, String)] = [],
         timeout: TimeAmount = .seconds(10)
     ) async throws -> Answer {
         var request = HTTPClientRequest(url: baseURL + path)
         request.method = method
+        for (name, value) in extra { request.headers.add(name: name, value: value) }
         if let contentType {
             request.headers.add(name: "Content-Type", value: contentType)
         }
