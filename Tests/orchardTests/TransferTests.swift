@@ -13,53 +13,81 @@ struct TransferTests {
     static let teamA = "TEAMAAAAAA"
     static let teamB = "TEAMBBBBBB"
 
+    /// Two installations (team A's on SQLite, team B's on the selected backend) and one emulator playing both teams.
+    struct Installations {
+        let emulator: AppleEmulator
+        let running: RunningEmulator
+        let directory: TemporaryDirectory
+        let receiver: WebhookReceiver
+        let http: HTTPClient
+        let databaseB: TestDatabase?
+        let sideA: [String: String]
+        let sideB: [String: String]
+
+        static func start() async throws -> Installations {
+            let keyA = AppleEmulatorConfiguration.makeClientKey()
+            let keyB = AppleEmulatorConfiguration.makeClientKey()
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            let emulator = try AppleEmulator(
+                configuration: AppleEmulatorConfiguration(
+                    teamID: teamA,
+                    keyID: "KEYAAAAAAA",
+                    clientIDs: [app],
+                    clientPublicKeyPEM: keyA.publicKeyPEM,
+                    otherTeams: [
+                        EmulatorTeam(teamID: teamB, keyID: "KEYBBBBBBB", clientPublicKeyPEM: keyB.publicKeyPEM, clientIDs: ["com.example.b.other"])
+                    ]
+                ),
+                httpClient: http
+            )
+            let running = try await emulator.start()
+            let directory = try TemporaryDirectory()
+            let receiver = try await WebhookReceiver.start()
+            // Team B's database is the selected backend's: a fresh PostgreSQL database on the PostgreSQL pass.
+            let databaseB = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
+            try keyA.privateKeyPEM.write(toFile: directory.file("a.p8"), atomically: true, encoding: .utf8)
+            try keyB.privateKeyPEM.write(toFile: directory.file("b.p8"), atomically: true, encoding: .utf8)
+            func vaultKey() -> String { "k1:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())" }
+            let sideA = [
+                "APPLE_TEAM_ID": teamA, "APPLE_KEY_ID": "KEYAAAAAAA", "APPLE_PRIVATE_KEY_FILE": directory.file("a.p8"),
+                "APPLE_CLIENT_IDS": app, "APPLE_BASE_URL": running.baseURL, "ORCHARD_VAULT_KEYS": vaultKey(),
+                "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("a.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
+            ]
+            var sideB = [
+                "APPLE_TEAM_ID": teamB, "APPLE_KEY_ID": "KEYBBBBBBB", "APPLE_PRIVATE_KEY_FILE": directory.file("b.p8"),
+                "APPLE_CLIENT_IDS": app, "APPLE_BASE_URL": running.baseURL, "ORCHARD_VAULT_KEYS": vaultKey(),
+                "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("b.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
+                "ORCHARD_WEBHOOK_URLS": receiver.url,
+                "ORCHARD_WEBHOOK_SECRET": "whsec_" + Data("transfer-webhook-secret-0123456789".utf8).base64EncodedString(),
+            ]
+            if let databaseB, case .postgres(let url) = databaseB.url { sideB["ORCHARD_DATABASE_URL"] = url }
+            return Installations(
+                emulator: emulator,
+                running: running,
+                directory: directory,
+                receiver: receiver,
+                http: http,
+                databaseB: databaseB,
+                sideA: sideA,
+                sideB: sideB
+            )
+        }
+
+        func stop() async {
+            await receiver.stop()
+            await databaseB?.remove()
+            await running.stop()
+            try? await http.shutdown()
+            directory.remove()
+        }
+    }
+
     @Test("users move from team A to team B: same account ids, new subjects, revoked_before_transfer, resumable both sides")
     func appMovesToAnotherTeam() async throws {
-        let keyA = AppleEmulatorConfiguration.makeClientKey()
-        let keyB = AppleEmulatorConfiguration.makeClientKey()
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        let emulator = try AppleEmulator(
-            configuration: AppleEmulatorConfiguration(
-                teamID: Self.teamA,
-                keyID: "KEYAAAAAAA",
-                clientIDs: [Self.app],
-                clientPublicKeyPEM: keyA.publicKeyPEM,
-                otherTeams: [
-                    EmulatorTeam(teamID: Self.teamB, keyID: "KEYBBBBBBB", clientPublicKeyPEM: keyB.publicKeyPEM, clientIDs: ["com.example.b.other"])
-                ]
-            ),
-            httpClient: http
-        )
-        let running = try await emulator.start()
-        let directory = try TemporaryDirectory()
-        let receiver = try await WebhookReceiver.start()
-        // Team B's database is the selected backend's: a fresh PostgreSQL database on the PostgreSQL pass.
-        let databaseB = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
-        defer {
-            Task {
-                await receiver.stop()
-                await databaseB?.remove()
-                await running.stop()
-                try? await http.shutdown()
-                directory.remove()
-            }
-        }
-        try keyA.privateKeyPEM.write(toFile: directory.file("a.p8"), atomically: true, encoding: .utf8)
-        try keyB.privateKeyPEM.write(toFile: directory.file("b.p8"), atomically: true, encoding: .utf8)
-        func vaultKey() -> String { "k1:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())" }
-        let sideA = [
-            "APPLE_TEAM_ID": Self.teamA, "APPLE_KEY_ID": "KEYAAAAAAA", "APPLE_PRIVATE_KEY_FILE": directory.file("a.p8"),
-            "APPLE_CLIENT_IDS": Self.app, "APPLE_BASE_URL": running.baseURL, "ORCHARD_VAULT_KEYS": vaultKey(),
-            "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("a.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
-        ]
-        var sideB = [
-            "APPLE_TEAM_ID": Self.teamB, "APPLE_KEY_ID": "KEYBBBBBBB", "APPLE_PRIVATE_KEY_FILE": directory.file("b.p8"),
-            "APPLE_CLIENT_IDS": Self.app, "APPLE_BASE_URL": running.baseURL, "ORCHARD_VAULT_KEYS": vaultKey(),
-            "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("b.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
-            "ORCHARD_WEBHOOK_URLS": receiver.url,
-            "ORCHARD_WEBHOOK_SECRET": "whsec_" + Data("transfer-webhook-secret-0123456789".utf8).base64EncodedString(),
-        ]
-        if let databaseB, case .postgres(let url) = databaseB.url { sideB["ORCHARD_DATABASE_URL"] = url }
+        let setup = try await Installations.start()
+        defer { Task { await setup.stop() } }
+        let (emulator, running, directory, receiver, http) = (setup.emulator, setup.running, setup.directory, setup.receiver, setup.http)
+        let (sideA, sideB) = (setup.sideA, setup.sideB)
 
         // Team A's installation: four users sign up; the last one stops using Sign in with Apple with the app.
         let serveA = try await ServeProcess.start(environment: sideA, logDirectory: directory.path, http: http)
@@ -188,4 +216,69 @@ struct TransferTests {
         #expect(await serveB.terminate() == 0)
     }
 
+    @Test("kill -9 in the middle of export and of import: each re-run does only what is left; one account.transferred per account")
+    func killedMidwayResumes() async throws {
+        let setup = try await Installations.start()
+        defer { Task { await setup.stop() } }
+        let serveA = try await ServeProcess.start(environment: setup.sideA, logDirectory: setup.directory.path, http: setup.http)
+        let clientA = OrchardClient(baseURL: serveA.baseURL, http: setup.http, emulator: setup.emulator)
+        let count = 12
+        var accountIDs: Set<String> = []
+        for _ in 0..<count {
+            let signIn = try await clientA.signIn(setup.emulator.makeUser(), clientID: Self.app).response
+            accountIDs.insert(try #require((signIn.json["account"] as? [String: Any])?["id"] as? String))
+        }
+        #expect(await serveA.terminate() == 0)
+        let file = setup.directory.file("transfer.jsonl")
+
+        /// Starts `orchard ARGUMENTS`, waits until `transfer status` shows `state` at `key` for at least 3 accounts,
+        /// then kills it with SIGKILL.
+        func killMidway(_ arguments: [String], environment: [String: String], side: String, state: String) async throws {
+            let process = Process()
+            process.executableURL = OrchardProcess.executable
+            process.arguments = arguments
+            process.environment = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()].merging(environment) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let reached = try await eventually(timeout: 30) {
+                let status = try OrchardProcess.run(["transfer", "status", "--json"], environment: environment)
+                let json = try? JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: [String: Int]]
+                return (json?[side]?[state] ?? 0) >= 3
+            }
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            #expect(reached)
+            #expect(process.terminationReason == .uncaughtSignal, "killed before it finished")
+        }
+
+        // Apple answers slowly, so that each command is killed partway through.
+        setup.emulator.setLatency(.milliseconds(300))
+        try await killMidway(
+            ["transfer", "export", "--target", Self.teamB, "--out", file],
+            environment: setup.sideA,
+            side: "export",
+            state: "exported"
+        )
+        setup.emulator.setLatency(.zero)
+        let callsBefore = setup.emulator.calls(to: .userMigrationInfo).count
+        let exported = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file, "--json"], environment: setup.sideA)
+        #expect(exported.standardOutput == #"{"exported":12,"revoked_before_transfer":0,"failed":0}"# + "\n", "\(exported)")
+        #expect(setup.emulator.calls(to: .userMigrationInfo).count - callsBefore < count, "the re-run asked only for what was left")
+        #expect(try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").count == count)
+
+        try setup.emulator.transfer(clientID: Self.app, toTeam: Self.teamB)
+        setup.emulator.setLatency(.milliseconds(300))
+        try await killMidway(["transfer", "import", file], environment: setup.sideB, side: "import", state: "exchanged")
+        setup.emulator.setLatency(.zero)
+        let imported = try OrchardProcess.run(["transfer", "import", file, "--json"], environment: setup.sideB)
+        #expect(imported.status == 0, "\(imported)")
+        #expect(imported.standardOutput.contains(#""exchanged":12,"pending":0,"revoked_before_transfer":0,"failed":0}"#), "\(imported)")
+
+        // Exactly one account.transferred per account in team B's outbox, killed run or not.
+        let webhooks = try OrchardProcess.run(["accounts", "webhooks", "--status", "pending"], environment: setup.sideB)
+        let rows = webhooks.standardOutput.split(separator: "\n").filter { $0.contains("account.transferred") }
+        #expect(rows.count == count * 1, "\(webhooks.standardOutput)")
+        #expect(Set(rows.map { $0.split(separator: "\t")[0] }).count == count, "one event id per account")
+    }
 }
