@@ -228,6 +228,9 @@ public struct AppleRESTClient: Sendable {
             span.attributes["error.type"] = error.appleErrorCode?.rawValue ?? error.code.rawValue
             span.setStatus(SpanStatus(code: .error))
             switch error.code {
+            case .appleClientRejected where endpoint == .userMigrationInfo && error.appleErrorCode == .invalidRequest:
+                // The user's answer, not the client's: they had stopped using Sign in with Apple with the app.
+                logger.info("Apple refused the user's transfer (invalid_request)", metadata: metadata)
             case .appleClientRejected:
                 logger.error(
                     "Apple refused Orchard's client: check APPLE_TEAM_ID, APPLE_KEY_ID, the key and the client id (\(error.reason))",

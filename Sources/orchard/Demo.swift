@@ -33,6 +33,7 @@ struct Demo {
         let logger = Logger(label: "orchard.demo")
 
         let clientKey = AppleEmulatorConfiguration.makeClientKey()
+        let receivingKey = AppleEmulatorConfiguration.makeClientKey()
         let clock = DemoClock()
         let emulator = try AppleEmulator(
             configuration: AppleEmulatorConfiguration(
@@ -40,7 +41,16 @@ struct Demo {
                 keyID: "DEMOKEY001",
                 clientIDs: [clientID, webClientID],
                 clientPublicKeyPEM: clientKey.publicKeyPEM,
-                clock: clock
+                clock: clock,
+                // The team the app moves to in the app-transfer act.
+                otherTeams: [
+                    EmulatorTeam(
+                        teamID: DemoReceivingSide.teamID,
+                        keyID: DemoReceivingSide.keyID,
+                        clientPublicKeyPEM: receivingKey.publicKeyPEM,
+                        clientIDs: ["com.example.other-team.app"]
+                    )
+                ]
             ),
             httpClient: http
         )
@@ -71,7 +81,14 @@ struct Demo {
             clientID: clientID,
             webClientID: webClientID,
             database: database,
-            clock: clock
+            clock: clock,
+            receivingSide: DemoReceivingSide(
+                demo: self,
+                sendingConfiguration: configuration,
+                privateKeyPEM: receivingKey.privateKeyPEM,
+                directory: directory,
+                logger: logger
+            )
         )
         do {
             try await script.run()

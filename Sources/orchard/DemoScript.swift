@@ -18,6 +18,8 @@ struct DemoScript {
     let database: SQLiteDatabaseClient
     /// Orchard's and the emulator's clock, which the script moves a day ahead.
     let clock: DemoClock
+    /// What the app-transfer act needs to start a second installation for the receiving team.
+    let receivingSide: DemoReceivingSide
 
     func run() async throws {
         let user = emulator.makeUser(email: "ada@privaterelay.appleid.com", isPrivateEmail: true, firstName: "Ada", lastName: "Lovelace")
@@ -83,7 +85,9 @@ struct DemoScript {
 
         try await webFlow()
 
-        step(18, "Every call that reached Apple")
+        try await appTransfer()
+
+        step(19, "Every call that reached Apple")
         for call in emulator.calls() {
             let hint = call.tokenTypeHint.map { " token_type_hint=\($0)" } ?? ""
             show("\(call.endpoint.path) grant_type=\(call.grantType ?? "-")\(hint) -> \(call.status.map(String.init) ?? "-")")
@@ -237,11 +241,11 @@ struct DemoScript {
         }
     }
 
-    private func flag(_ value: Any?) -> String {
+    func flag(_ value: Any?) -> String {
         (value as? Bool).map { $0 ? "true" : "false" } ?? "?"
     }
 
-    private func abbreviate(_ value: String) -> String {
+    func abbreviate(_ value: String) -> String {
         value.count > 60 ? String(value.prefix(57)) + "..." : value
     }
 
@@ -254,23 +258,25 @@ struct DemoScript {
         Console.line("   \(text)")
     }
 
-    private func sha256(_ text: String) -> String {
+    func sha256(_ text: String) -> String {
         SHA256.hash(data: Data(text.utf8)).hexString
     }
 
-    private func string(_ object: [String: Any], _ key: String) throws -> String {
+    func string(_ object: [String: Any], _ key: String) throws -> String {
         guard let value = object[key] as? String else { throw DemoError("the answer has no \(key)") }
         return value
     }
 
-    private func call(
+    /// Calls Orchard (or the Orchard at `base`), and checks the status when `expect` is given.
+    func call(
         _ method: HTTPMethod,
         _ path: String,
         json: [String: Any]? = nil,
         bearer: String? = nil,
-        expect: Int?
+        expect: Int?,
+        at base: String? = nil
     ) async throws -> [String: Any] {
-        var request = HTTPClientRequest(url: orchard + path)
+        var request = HTTPClientRequest(url: (base ?? orchard) + path)
         request.method = method
         if let bearer { request.headers.add(name: "Authorization", value: "Bearer \(bearer)") }
         if let json {

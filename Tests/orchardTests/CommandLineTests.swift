@@ -10,6 +10,7 @@ struct CommandLineTests {
         arguments: [
             [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
             ["accounts", "list"], ["accounts", "show"], ["vault"], ["vault", "status"], ["vault", "rotate"], ["config"], ["config", "check"],
+            ["transfer"], ["transfer", "export"], ["transfer", "import"], ["transfer", "status"],
         ]
     )
     func help(_ command: [String]) throws {
@@ -173,5 +174,9 @@ struct CommandLineTests {
         #expect(result.standardOutput.contains("grant_type=refresh_token -> 400 invalid_grant"))
         #expect(result.standardOutput.contains("401 session_revoked (apple_credential_revoked)"))
         #expect(result.standardOutput.contains("apple_credential revoked; nothing was sent to /auth/revoke"))
+        // The app moves to another team: Grace is exported, imported into a second installation, and signs in there.
+        #expect(result.standardOutput.contains("exported 1, revoked_before_transfer 1"), "\(result.standardOutput)")
+        #expect(result.standardOutput.contains("imported 1, exchanged 1, pending 0, failed 0"))
+        #expect(result.standardOutput.contains("Grace signs in there: is_new_account false"))
     }
 }
