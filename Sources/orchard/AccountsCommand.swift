@@ -63,18 +63,24 @@ struct AccountsCommand: AsyncParsableCommand {
         }
     }
 
-    /// `orchard accounts delete ID`.
+    /// `orchard accounts delete ID [ID…]`.
     struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Delete an account for good and revoke its Apple tokens: the same deletion as DELETE /v1/account.",
+            abstract: "Delete accounts for good and revoke their Apple tokens: the same deletion as DELETE /v1/account.",
             discussion: """
                 Needs the Apple settings and ORCHARD_VAULT_KEYS. When Apple cannot be reached the revocation stays \
-                queued, and a running `orchard serve` retries it until Apple accepts.
+                queued, and a running `orchard serve` retries it until Apple accepts. With several ids, each is deleted \
+                in turn (progress on standard error); exit 3 when some id was not found, 1 when another failure \
+                stopped a deletion, else 0.
                 """
         )
 
-        @Argument(help: "The account id.")
-        var id: String
+        @Argument(help: "The account ids.")
+        var ids: [String]
+
+        func validate() throws {
+            guard !ids.isEmpty else { throw ValidationError("give at least one account id") }
+        }
 
         func run() async throws {
             let configuration = try await CommandSupport.loadConfiguration(needs: .all)
@@ -82,7 +88,7 @@ struct AccountsCommand: AsyncParsableCommand {
             let logger = Logger(label: "orchard.accounts")
             let database = await CommandSupport.openDatabase(configuration, logger: logger)
             let http = HTTPClient.makeOrchardClient()
-            let outcome: Result<DeletionResult, AccountsError>
+            var worst: Int32 = 0
             do {
                 let (accounts, _) = try await buildLifecycle(
                     OrchardDependencies(
@@ -93,10 +99,23 @@ struct AccountsCommand: AsyncParsableCommand {
                         logger: logger
                     )
                 )
-                do {
-                    outcome = .success(try await accounts.deleteAccount(id: id, reason: .byOperator, logger: logger))
-                } catch {
-                    outcome = .failure(error)
+                let report = ProgressReport(unit: "accounts")
+                for (index, id) in ids.enumerated() {
+                    do {
+                        let result = try await accounts.deleteAccount(id: id, reason: .byOperator, logger: logger)
+                        Console.line("deleted \(id)")
+                        Console.line("apple_revocation: \(result.appleRevocation.rawValue)")
+                        if let url = result.manualRevocationURL {
+                            Console.line("No Apple token was held: the user must revoke Orchard's access by hand at \(url.absoluteString)")
+                        }
+                        if result.appleRevocation == .pending {
+                            Console.line("Apple did not accept the revocation yet; it stays queued and `orchard serve` retries it.")
+                        }
+                    } catch {
+                        Console.error("orchard: \(id): \(error.code.rawValue): \(error.reason)\n")
+                        worst = max(worst, error.code == .notFound ? 3 : 1)
+                    }
+                    if ids.count > 1 { report.update(done: index + 1, total: ids.count) }
                 }
             } catch let error as ConfigurationError {
                 try? await http.shutdown()
@@ -104,20 +123,7 @@ struct AccountsCommand: AsyncParsableCommand {
             }
             try? await http.shutdown()
             await database.close()
-            switch outcome {
-            case .success(let result):
-                print("deleted \(id)")
-                print("apple_revocation: \(result.appleRevocation.rawValue)")
-                if let url = result.manualRevocationURL {
-                    print("No Apple token was held: the user must revoke Orchard's access by hand at \(url.absoluteString)")
-                }
-                if result.appleRevocation == .pending {
-                    print("Apple did not accept the revocation yet; it stays queued and `orchard serve` retries it.")
-                }
-            case .failure(let error):
-                FileHandle.standardError.write(Data("orchard: \(error.code.rawValue): \(error.reason)\n".utf8))
-                throw ExitCode(error.code == .notFound ? 3 : 1)
-            }
+            if worst != 0 { throw ExitCode(worst) }
         }
     }
 

@@ -92,7 +92,7 @@ struct ControlAPITests {
             #expect(answer8.status == 204)
             #expect(try await h.signIn().tokens.status == 200)
 
-            let bad = try await h.postJSON("/_emulator/failures", ["endpoint": "usermigrationinfo", "status": 500])
+            let bad = try await h.postJSON("/_emulator/failures", ["endpoint": "nosuch", "status": 500])
             #expect(bad.status == 400)
             let ambiguous = try await h.postJSON("/_emulator/failures", ["endpoint": "token", "status": 500, "timeout": true])
             #expect(ambiguous.status == 400)

@@ -275,6 +275,20 @@ struct ServeProcessTests {
         #expect(session["reason"] == "account_deleted")
         let missing = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
         #expect(missing.status == 3)
+
+        // Several at once: each deleted in turn, the missing one reported, exit 3, progress lines on standard error.
+        var more: [String] = []
+        for _ in 0..<2 {
+            let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+            more.append(try #require((signIn.json["account"] as? [String: Any])?["id"] as? String))
+        }
+        let several = try OrchardProcess.run(["accounts", "delete", more[0], id, more[1]], environment: setup.environment)
+        #expect(several.status == 3, "\(several)")
+        #expect(several.standardOutput.contains("deleted \(more[0])") && several.standardOutput.contains("deleted \(more[1])"))
+        #expect(several.standardError.contains("\(id): not_found"), "\(several.standardError)")
+        #expect(several.standardError.contains("3/3 accounts"))
+        let after = try OrchardProcess.run(["accounts", "list"], environment: setup.environment)
+        #expect(!after.standardOutput.contains(more[0]) && !after.standardOutput.contains(more[1]))
         #expect(await serve.terminate() == 0)
     }
 

@@ -265,7 +265,18 @@ struct TransferTests {
         let exported = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file, "--json"], environment: setup.sideA)
         #expect(exported.standardOutput == #"{"exported":12,"revoked_before_transfer":0,"failed":0}"# + "\n", "\(exported)")
         #expect(setup.emulator.calls(to: .userMigrationInfo).count - callsBefore < count, "the re-run asked only for what was left")
-        #expect(try String(contentsOfFile: file, encoding: .utf8).split(separator: "\n").count == count)
+        let written = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(written.split(separator: "\n").count == count)
+
+        // Vault rotation re-seals the transfer identifiers too: with the old key gone, a re-run writes the same file.
+        let newKey = "k2:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())"
+        let bothKeys = setup.sideA.merging(["ORCHARD_VAULT_KEYS": newKey + "," + (setup.sideA["ORCHARD_VAULT_KEYS"] ?? "")]) { $1 }
+        let rotated = try OrchardProcess.run(["vault", "rotate"], environment: bothKeys)
+        #expect(rotated.status == 0, "\(rotated)")
+        let newKeyOnly = setup.sideA.merging(["ORCHARD_VAULT_KEYS": newKey]) { $1 }
+        let rewritten = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file], environment: newKeyOnly)
+        #expect(rewritten.status == 0, "\(rewritten)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8) == written)
 
         try setup.emulator.transfer(clientID: Self.app, toTeam: Self.teamB)
         setup.emulator.setLatency(.milliseconds(300))
