@@ -5,6 +5,7 @@ import NIOSSL
 import PostgresKit
 import PostgresNIO
 public import SQLKit
+import _ConnectionPoolModule
 
 /// PostgreSQL for several replicas: a pooled `PostgresClient` whose background run task this client owns.
 ///
@@ -133,6 +134,10 @@ public final class PostgresDatabaseClient: DatabaseClient {
                 throw StoreError.unavailable("PostgreSQL: \(error.code)")
             }
             throw error
+        } catch let error as _ConnectionPoolModule.ConnectionPoolError {
+            // After failing to connect for a while, the pool's circuit breaker refuses requests at once: still an
+            // outage (503), not a fault of Orchard's (500).
+            throw StoreError.unavailable("PostgreSQL: the connection pool cannot connect (\(error))")
         }
     }
 
