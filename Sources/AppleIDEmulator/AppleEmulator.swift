@@ -190,4 +190,21 @@ public final class AppleEmulator: Sendable {
         guard let team = team(of: clientID), let verifier = clientSecretVerifiers[team] else { return "unknown client_id" }
         return verifier.rejection(of: secret, clientID: clientID, now: now)
     }
+
+    /// The team whose secret authenticates `clientID` for app transfer's calls, or why none does: the team that owns
+    /// the client id, or, for 60 days after the client id moved, the team it moved from (both sides work for 60 days).
+    func migrationTeam(of secret: String, clientID: String) -> Result<String, EmulatorState.OAuthError> {
+        let now = self.now
+        let (owner, move) = state.withLock { ($0.teamOfClient[clientID], $0.transfers.moves[clientID]) }
+        guard let owner, let verifier = clientSecretVerifiers[owner] else {
+            return .failure(EmulatorState.OAuthError(code: "invalid_client", detail: "unknown client_id"))
+        }
+        guard let reason = verifier.rejection(of: secret, clientID: clientID, now: now) else { return .success(owner) }
+        if let move, now.timeIntervalSince(move.at) < EmulatorTransfers.window, let previous = clientSecretVerifiers[move.fromTeam],
+            previous.rejection(of: secret, clientID: clientID, now: now) == nil
+        {
+            return .success(move.fromTeam)
+        }
+        return .failure(EmulatorState.OAuthError(code: "invalid_client", detail: reason))
+    }
 }

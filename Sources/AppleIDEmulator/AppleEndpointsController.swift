@@ -176,6 +176,7 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
     }
 
     private func token(_ form: AppleForm) -> AppleAnswer {
+        if form.grantType == "client_credentials" { return teamAccessToken(form) }
         if let refusal = authenticateClient(form) { return refusal }
         let clientID = form.clientID ?? ""
         let now = emulator.now
@@ -191,11 +192,6 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
             outcome = emulator.state.withLock {
                 $0.exchange(code: code, clientID: clientID, redirectURI: form.redirectURI, now: now, codeLifetime: lifetime)
             }
-        case "client_credentials":
-            guard form.scope == "user.migration" else {
-                return .oauthError("invalid_scope", detail: "client_credentials needs scope=user.migration")
-            }
-            return teamAccessToken(clientID: clientID, now: now)
         case "refresh_token":
             guard let refreshToken = AppleForm.present(form.refreshToken) else {
                 return .oauthError("invalid_request", detail: "refresh_token missing")
@@ -237,10 +233,29 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
         }
     }
 
-    /// `grant_type=client_credentials`, `scope=user.migration`: a team access token for the client's team, an hour.
-    private func teamAccessToken(clientID: String, now: Date) -> AppleAnswer {
+    /// The team app transfer's call is made by: the one whose secret authenticates the client id (its owner, or for 60
+    /// days after a move the team it moved from), or Apple's `invalid_client`.
+    private func migrationTeam(_ form: AppleForm) -> Result<String, EmulatorState.OAuthError> {
+        guard let clientID = AppleForm.present(form.clientID), let secret = AppleForm.present(form.clientSecret) else {
+            return .failure(EmulatorState.OAuthError(code: "invalid_client", detail: "client_id or client_secret missing"))
+        }
+        return emulator.migrationTeam(of: secret, clientID: clientID)
+    }
+
+    /// `grant_type=client_credentials`, `scope=user.migration`: a team access token for the calling team, an hour.
+    private func teamAccessToken(_ form: AppleForm) -> AppleAnswer {
+        let team: String
+        switch migrationTeam(form) {
+        case .failure(let error): return .oauthError(error)
+        case .success(let authenticated): team = authenticated
+        }
+        guard form.scope == "user.migration" else {
+            return .oauthError("invalid_scope", detail: "client_credentials needs scope=user.migration")
+        }
+        let clientID = form.clientID ?? ""
+        let now = emulator.now
         let token = emulator.state.withLock { state in
-            state.transfers.issueTeamToken(clientID: clientID, teamID: state.teamOfClient[clientID] ?? "", now: now)
+            state.transfers.issueTeamToken(clientID: clientID, teamID: team, now: now)
         }
         let pairs: [(key: String, value: any Sendable)] = [
             (key: "access_token", value: token),
@@ -253,17 +268,25 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
     /// `/auth/usermigrationinfo`: with `sub` and `target`, the sending team asks for a user's transfer identifier; with
     /// `transfer_sub`, the receiving team exchanges one for its own subject (and the private relay address).
     private func userMigrationInfo(_ form: AppleForm, bearer: String?) -> AppleAnswer {
-        if let refusal = authenticateClient(form) { return refusal }
+        let team: String
+        switch migrationTeam(form) {
+        case .failure(let error): return .oauthError(error)
+        case .success(let authenticated): team = authenticated
+        }
         let clientID = form.clientID ?? ""
         let now = emulator.now
         return emulator.state.withLock { state -> AppleAnswer in
-            let team = state.teamOfClient[clientID] ?? ""
             if let reason = state.transfers.teamTokenRejection(bearer, clientID: clientID, teamID: team, now: now) {
                 return .oauthError("invalid_grant", detail: reason)
             }
             if let transferSub = AppleForm.present(form.transferSub) {
-                guard let id = state.transfers.transferID(transferSub), id.clientID == clientID, id.toTeam == team else {
+                guard let id = state.transfers.transferID(transferSub), id.clientID == clientID, id.toTeam == team,
+                    state.teamOfClient[clientID] == team
+                else {
                     return .oauthError("invalid_request", detail: "unknown transfer_sub, or not one for this client and team")
+                }
+                if let move = state.transfers.moves[clientID], now.timeIntervalSince(move.at) >= EmulatorTransfers.window {
+                    return .oauthError("invalid_request", detail: "the 60 days after the transfer are over")
                 }
                 guard state.hasActiveGrant(sub: id.sub, clientID: clientID), let user = state.user(sub: id.sub) else {
                     return .oauthError("invalid_request", detail: "the user stopped using Sign in with Apple with the app")

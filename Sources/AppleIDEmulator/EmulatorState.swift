@@ -10,7 +10,7 @@ struct EmulatorState: Sendable {
     /// An Apple error answered with HTTP 400.
     struct OAuthError: Error, Hashable, Sendable {
         var code: String
-        var description: String?
+        var description: String? = nil
         var detail: String?
     }
 

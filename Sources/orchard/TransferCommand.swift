@@ -184,7 +184,8 @@ struct TransferCommand: AsyncParsableCommand {
         } catch let error as AccountsError {
             await close()
             Console.error("orchard: \(error.code.rawValue): \(error.reason)\n")
-            throw ExitCode(1)
+            // Apple refusing the team's own credentials is a configuration error: running again would not help.
+            throw ExitCode(error.code == .appleClientRejected ? 2 : 1)
         } catch {
             await close()
             throw error
@@ -202,8 +203,19 @@ struct TransferCommand: AsyncParsableCommand {
         }
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
-        else {
+        // Created with mode 600 from the start: the lines are never readable by others, not even for a moment.
+        unlink(temporary.path)
+        let descriptor = open(temporary.path, O_CREAT | O_EXCL | O_WRONLY, 0o600)
+        guard descriptor >= 0 else {
+            CommandSupport.fail(ConfigurationError(setting: "--out", problem: "\(path) cannot be written"))
+        }
+        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            try handle.write(contentsOf: Data(text.utf8))
+            try handle.synchronize()
+            try handle.close()
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
             CommandSupport.fail(ConfigurationError(setting: "--out", problem: "\(path) cannot be written"))
         }
         if rename(temporary.path, url.path) != 0 {

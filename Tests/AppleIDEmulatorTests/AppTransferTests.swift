@@ -153,6 +153,17 @@ struct AppTransferTests {
             )
             #expect(refresh.error == "invalid_grant")
 
+            // For 60 days the sending team can still ask for transfer identifiers, with its own key.
+            let stillSending = try await h.postForm(
+                "/auth/usermigrationinfo",
+                [
+                    "sub": relayUser.sub, "target": EmulatorHarness.teamB, "client_id": EmulatorHarness.appID,
+                    "client_secret": try await h.clientSecret(),
+                ],
+                bearer: try await teamToken(h)
+            )
+            #expect(stillSending["transfer_sub"] == transferSubs[0], "\(stillSending.text)")
+
             // Identity tokens now carry team B's subject and, for 60 days, the transfer identifier.
             let after = try h.emulator.authorize(user: relayUser, clientID: EmulatorHarness.appID)
             let claims = try EmulatorHarness.decode(after.identityToken).payload
@@ -160,8 +171,24 @@ struct AppTransferTests {
             #expect(claims["transfer_sub"] as? String == transferSubs[0])
             #expect(claims["email"] as? String == relayAddress)
             h.clock.advance(by: 61 * 86_400)
-            let late = try EmulatorHarness.decode(try h.emulator.authorize(user: relayUser, clientID: EmulatorHarness.appID).identityToken).payload
-            #expect(late["sub"] as? String == teamBSubject && late["transfer_sub"] == nil)
+            let after60 = try EmulatorHarness.decode(try h.emulator.authorize(user: relayUser, clientID: EmulatorHarness.appID).identityToken)
+                .payload
+            #expect(after60["sub"] as? String == teamBSubject && after60["transfer_sub"] == nil)
+            // After the 60 days: the exchange is refused, and the sending team's key no longer works for the app.
+            let expired = try await h.postForm(
+                "/auth/usermigrationinfo",
+                ["transfer_sub": transferSubs[1], "client_id": EmulatorHarness.appID, "client_secret": try await secretB()],
+                bearer: try await teamToken(h, teamB: true)
+            )
+            #expect(expired.error == "invalid_request", "\(expired.text)")
+            let sendingTooLate = try await h.postForm(
+                "/auth/token",
+                [
+                    "grant_type": "client_credentials", "scope": "user.migration", "client_id": EmulatorHarness.appID,
+                    "client_secret": try await h.clientSecret(),
+                ]
+            )
+            #expect(sendingTooLate.error == "invalid_client")
         }
     }
 

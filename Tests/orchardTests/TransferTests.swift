@@ -110,6 +110,16 @@ struct TransferTests {
 
         // Export, with Apple failing the first usermigrationinfo call: one account failed, exit 1.
         let file = directory.file("transfer.jsonl")
+        // A key Apple refuses for team A (team B's): a configuration error, exit 2, before any account is tried.
+        let wrongKey = sideA.merging(["APPLE_PRIVATE_KEY_FILE": directory.file("b.p8")]) { $1 }
+        let refused = try OrchardProcess.run(
+            ["transfer", "export", "--target", Self.teamB, "--out", directory.file("no.jsonl")],
+            environment: wrongKey
+        )
+        #expect(refused.status == 2, "\(refused)")
+        #expect(refused.standardError.contains("apple_client_rejected"), "\(refused.standardError)")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("no.jsonl")))
+
         emulator.injectFailure(endpoint: .userMigrationInfo, failure: .status(503), count: 1)
         let first = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file], environment: sideA)
         #expect(first.status == 1, "\(first.standardOutput) \(first.standardError)")
@@ -124,7 +134,8 @@ struct TransferTests {
         #expect(emulator.calls(to: .userMigrationInfo).count == migrationCalls + 1)
         let teamTokenCalls = emulator.calls(to: .token).filter { $0.grantType == "client_credentials" }
         // One team token per run: the bearer is cached while it lives, not asked for per account.
-        #expect(teamTokenCalls.count == 2 && teamTokenCalls.allSatisfy { $0.status == 200 })
+        #expect(teamTokenCalls.filter { $0.status == 200 }.count == 2, "\(teamTokenCalls)")
+        #expect(teamTokenCalls.filter { $0.error == "invalid_client" }.count == 1, "the refused key's one try")
         #expect(emulator.calls(to: .userMigrationInfo).allSatisfy { $0.status == 200 || $0.error == "invalid_request" || $0.status == 503 })
 
         // The file: one line per exported account, with the name; never a subject or an email.
@@ -213,6 +224,11 @@ struct TransferTests {
         // The revoked user has no line: they sign in under team B as a new account.
         let statusB = try OrchardProcess.run(["transfer", "status", "--json"], environment: sideB)
         #expect(statusB.standardOutput.contains(#""import":{"exchanged":2,"failed":0,"imported":0,"revoked_before_transfer":0}"#), "\(statusB)")
+        // Importing the file again does not bring the deleted account back.
+        let again = try OrchardProcess.run(["transfer", "import", file], environment: sideB)
+        #expect(again.status == 0, "\(again)")
+        #expect(again.standardOutput == "imported: 0\nexchanged: 2\npending: 0\nrevoked_before_transfer: 0\nfailed: 0\n")
+        #expect(try OrchardProcess.run(["accounts", "show", untouched], environment: sideB).status == 3)
         #expect(await serveB.terminate() == 0)
     }
 
@@ -224,16 +240,20 @@ struct TransferTests {
         let clientA = OrchardClient(baseURL: serveA.baseURL, http: setup.http, emulator: setup.emulator)
         let count = 12
         var accountIDs: Set<String> = []
+        var users: [EmulatedUser] = []
         for _ in 0..<count {
-            let signIn = try await clientA.signIn(setup.emulator.makeUser(), clientID: Self.app).response
+            users.append(setup.emulator.makeUser())
+            let signIn = try await clientA.signIn(users[users.count - 1], clientID: Self.app).response
             accountIDs.insert(try #require((signIn.json["account"] as? [String: Any])?["id"] as? String))
         }
         #expect(await serveA.terminate() == 0)
         let file = setup.directory.file("transfer.jsonl")
 
-        /// Starts `orchard ARGUMENTS`, waits until `transfer status` shows `state` at `key` for at least 3 accounts,
-        /// then kills it with SIGKILL.
-        func killMidway(_ arguments: [String], environment: [String: String], side: String, state: String) async throws {
+        /// Starts `orchard ARGUMENTS`, waits until Apple has answered 3 more of its usermigrationinfo calls, then kills
+        /// it with SIGKILL.
+        func killMidway(_ arguments: [String], environment: [String: String]) async throws {
+            func answered() -> Int { setup.emulator.calls(to: .userMigrationInfo).filter { $0.status == 200 }.count }
+            let before = answered()
             let process = Process()
             process.executableURL = OrchardProcess.executable
             process.arguments = arguments
@@ -241,11 +261,7 @@ struct TransferTests {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let reached = try await eventually(timeout: 30) {
-                let status = try OrchardProcess.run(["transfer", "status", "--json"], environment: environment)
-                let json = try? JSONSerialization.jsonObject(with: Data(status.standardOutput.utf8)) as? [String: [String: Int]]
-                return (json?[side]?[state] ?? 0) >= 3
-            }
+            let reached = await eventually(timeout: 30) { answered() >= before + 3 }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             #expect(reached)
@@ -254,12 +270,7 @@ struct TransferTests {
 
         // Apple answers slowly, so that each command is killed partway through.
         setup.emulator.setLatency(.milliseconds(300))
-        try await killMidway(
-            ["transfer", "export", "--target", Self.teamB, "--out", file],
-            environment: setup.sideA,
-            side: "export",
-            state: "exported"
-        )
+        try await killMidway(["transfer", "export", "--target", Self.teamB, "--out", file], environment: setup.sideA)
         setup.emulator.setLatency(.zero)
         let callsBefore = setup.emulator.calls(to: .userMigrationInfo).count
         let exported = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file, "--json"], environment: setup.sideA)
@@ -279,17 +290,24 @@ struct TransferTests {
         #expect(try String(contentsOfFile: file, encoding: .utf8) == written)
 
         try setup.emulator.transfer(clientID: Self.app, toTeam: Self.teamB)
+        // One user reaches team B's installation before the import: a new account, which the import then leaves alone.
+        let serveB = try await ServeProcess.start(environment: setup.sideB, logDirectory: setup.directory.path, http: setup.http)
+        let early = try await OrchardClient(baseURL: serveB.baseURL, http: setup.http, emulator: setup.emulator)
+            .signIn(users[0], clientID: Self.app).response
+        #expect(early.json["is_new_account"] as? Bool == true)
+        #expect(await serveB.terminate() == 0)
         setup.emulator.setLatency(.milliseconds(300))
-        try await killMidway(["transfer", "import", file], environment: setup.sideB, side: "import", state: "exchanged")
+        try await killMidway(["transfer", "import", file], environment: setup.sideB)
         setup.emulator.setLatency(.zero)
         let imported = try OrchardProcess.run(["transfer", "import", file, "--json"], environment: setup.sideB)
-        #expect(imported.status == 0, "\(imported)")
-        #expect(imported.standardOutput.contains(#""exchanged":12,"pending":0,"revoked_before_transfer":0,"failed":0}"#), "\(imported)")
+        #expect(imported.status == 1, "\(imported)")
+        #expect(imported.standardOutput.contains(#""exchanged":11,"pending":0,"revoked_before_transfer":0,"failed":1}"#), "\(imported)")
+        #expect(imported.standardError.contains("they signed in before the import"), "\(imported.standardError)")
 
         // Exactly one account.transferred per account in team B's outbox, killed run or not.
         let webhooks = try OrchardProcess.run(["accounts", "webhooks", "--status", "pending"], environment: setup.sideB)
         let rows = webhooks.standardOutput.split(separator: "\n").filter { $0.contains("account.transferred") }
-        #expect(rows.count == count * 1, "\(webhooks.standardOutput)")
-        #expect(Set(rows.map { $0.split(separator: "\t")[0] }).count == count, "one event id per account")
+        #expect(rows.count == count - 1, "\(webhooks.standardOutput)")
+        #expect(Set(rows.map { $0.split(separator: "\t")[0] }).count == count - 1, "one event id per account")
     }
 }

@@ -169,6 +169,10 @@ extension Accounts {
         do {
             if let existing = try await store.transfer(side: .import, accountID: line.accountID) {
                 if existing.state == .exchanged || existing.state == .revokedBeforeTransfer { return existing.state }
+                if existing.state == .deleted {
+                    logger.info("account deleted since its import: not imported again", metadata: ["account.id": "\(line.accountID)"])
+                    return .deleted
+                }
             } else {
                 let record = TransferRecord(
                     accountID: line.accountID,
@@ -246,6 +250,14 @@ extension Accounts {
         do {
             guard var account = try await store.account(id: accountID) else { return .failed }
             let now = clock.now()
+            // The user signed in under the new team before the import created this account: the sign-in made another
+            // account, which holds the new subject now. Left for the operator (the two are not merged).
+            if let other = try await store.account(subjectHashes: vault.subjectHashCandidates(exchanged.sub)), other.id != accountID {
+                let reason = "another account (\(other.id)) already has this user's new subject: they signed in before the import"
+                logger.warning("transfer not completed", metadata: ["account.id": "\(accountID)", "error.reason": "\(reason)"])
+                try await store.markImport(accountID: accountID, state: .failed, lastError: reason, at: now)
+                return .failed
+            }
             account.subjectHash = vault.subjectHash(exchanged.sub)
             account.sealedSubject = try vault.seal(exchanged.sub.value, context: Self.context(accountID, "subject"))
             if let email = exchanged.email {

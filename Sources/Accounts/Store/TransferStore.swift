@@ -15,6 +15,9 @@ public enum TransferState: String, Sendable, CaseIterable, Codable {
     case revokedBeforeTransfer = "revoked_before_transfer"
     /// Apple refused or could not be reached; the next run tries again.
     case failed
+    /// Receiving side: the account was deleted after its import; only its id is kept, so that the import does not
+    /// bring it back.
+    case deleted
 
     /// The states of the sending side, in the order the counts are printed.
     public static let exportStates: [TransferState] = [.exported, .revokedBeforeTransfer, .failed]
@@ -97,7 +100,7 @@ public protocol TransferStore: Sendable {
     /// Creates an imported account and its `imported` row in one transaction; `false` (nothing written) when an account
     /// with its id or subject hash exists already.
     func insertImport(account: AccountRecord, record: TransferRecord) async throws -> Bool
-    /// Sets an import's state (`imported`, `failed` or `revoked_before_transfer`) while it is not `exchanged`.
+    /// Sets an import's state (`imported`, `failed` or `revoked_before_transfer`) while it is `imported` or `failed`.
     func markImport(accountID: String, state: TransferState, lastError: String?, at: Date) async throws
     /// Completes a pending import: writes the re-keyed `account` (subject, email), marks the row `exchanged` and queues
     /// `completion`'s webhooks, only while the row is `imported` or `failed`; `false` (nothing written) otherwise.

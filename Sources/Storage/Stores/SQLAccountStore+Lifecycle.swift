@@ -22,9 +22,15 @@ extension SQLAccountStore: LifecycleStore {
             case .delete(let audit, let revocation):
                 let deleted = try await db.raw("DELETE FROM accounts WHERE id = \(bind: change.accountID) RETURNING id").all()
                 guard !deleted.isEmpty else { return false }
-                // A transfer identifier is the user's too.
+                // A transfer identifier is the user's too. An imported account leaves only its id, marked deleted, so
+                // that running `transfer import` again does not bring it back.
                 try await db.raw("DELETE FROM transfer_exports WHERE account_id = \(bind: change.accountID)").run()
-                try await db.raw("DELETE FROM transfer_imports WHERE account_id = \(bind: change.accountID)").run()
+                try await db.raw(
+                    """
+                    UPDATE transfer_imports SET state = 'deleted', last_error = NULL, updated_at = \(bind: at)
+                    WHERE account_id = \(bind: change.accountID)
+                    """
+                ).run()
                 try await db.raw(
                     """
                     UPDATE sessions SET ended_at = \(bind: at), end_reason = 'account_deleted'

@@ -81,7 +81,7 @@ extension SQLAccountStore: TransferStore {
                 """
                 UPDATE transfer_imports SET state = \(bind: state.rawValue), last_error = \(bind: lastError),
                     attempts = attempts + \(bind: attempt), updated_at = \(bind: at.milliseconds)
-                WHERE account_id = \(bind: accountID) AND state <> 'exchanged'
+                WHERE account_id = \(bind: accountID) AND state IN ('imported', 'failed')
                 """
             ).run()
         }
@@ -90,16 +90,20 @@ extension SQLAccountStore: TransferStore {
     /// Re-keys a pending import's account and marks it `exchanged`, with its webhooks, in one transaction.
     public func completeImport(account: AccountRecord, completion: TransferCompletion) async throws -> Bool {
         try await database.transaction { db in
-            guard try await Self.markExchanged(accountID: account.id, completion: completion, on: db) else { return false }
-            try await db.raw(
+            // The account first, then its import row: the order a sign-in that completes an import takes too, so the
+            // two never wait on each other's locks (PostgreSQL would abort one as a deadlock).
+            let updated = try await db.raw(
                 """
                 UPDATE accounts SET subject_hash = \(bind: account.subjectHash), sealed_subject = \(bind: account.sealedSubject),
                     sealed_email = \(bind: account.sealedEmail), is_private_email = \(bind: account.isPrivateEmail ? 1 : 0),
                     updated_at = \(bind: account.updatedAt.milliseconds)
-                WHERE id = \(bind: account.id)
+                WHERE id = \(bind: account.id) AND EXISTS (
+                    SELECT 1 FROM transfer_imports t WHERE t.account_id = accounts.id AND t.state IN ('imported', 'failed'))
+                RETURNING id
                 """
-            ).run()
-            return true
+            ).all()
+            guard !updated.isEmpty else { return false }
+            return try await Self.markExchanged(accountID: account.id, completion: completion, on: db)
         }
     }
 
