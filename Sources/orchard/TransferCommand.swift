@@ -67,10 +67,7 @@ struct TransferCommand: AsyncParsableCommand {
                 try TransferCommand.write(outcome.lines, to: out)
                 return outcome
             }
-            TransferCommand.printCounts(
-                [("exported", outcome[.exported]), ("revoked_before_transfer", outcome[.revokedBeforeTransfer]), ("failed", outcome[.failed])],
-                json: json
-            )
+            TransferCommand.printCounts(TransferCommand.exportCounts { outcome[$0] }, json: json)
             if outcome[.failed] > 0 { throw ExitCode(1) }
         }
     }
@@ -102,13 +99,7 @@ struct TransferCommand: AsyncParsableCommand {
                     report.update(done: done, total: total)
                 }
             }
-            TransferCommand.printCounts(
-                [
-                    ("imported", outcome.imported), ("exchanged", outcome[.exchanged]), ("pending", outcome[.imported]),
-                    ("revoked_before_transfer", outcome[.revokedBeforeTransfer]), ("failed", outcome[.failed]),
-                ],
-                json: json
-            )
+            TransferCommand.printCounts(TransferCommand.importCounts(imported: outcome.imported) { outcome[$0] }, json: json)
             if outcome[.imported] + outcome[.failed] > 0 { throw ExitCode(1) }
         }
     }
@@ -116,11 +107,16 @@ struct TransferCommand: AsyncParsableCommand {
     /// `orchard transfer status`.
     struct Status: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Count the accounts of this installation by transfer state, on the sending and the receiving side.",
-            discussion: "Lines `export.STATE: N` and `import.STATE: N` (imported means the exchange is still pending)."
+            abstract: "Count this installation's accounts by transfer state, in the format of export's or import's closing counts.",
+            discussion: """
+                A sending installation prints exported, revoked_before_transfer and failed; a receiving one imported (every \
+                account that came in through an import), exchanged, pending, revoked_before_transfer and failed. An \
+                installation with both prints each set under `export.` and `import.` (JSON: {"export": {…}, "import": \
+                {…}}); one with neither prints nothing (JSON: {}).
+                """
         )
 
-        @Flag(help: "Print the counts as one JSON object: {\"export\": {…}, \"import\": {…}}.")
+        @Flag(help: "Print the counts as one JSON object.")
         var json = false
 
         func run() async throws {
@@ -133,19 +129,23 @@ struct TransferCommand: AsyncParsableCommand {
             let exports = try await store.transferCounts(side: .export)
             let imports = try await store.transferCounts(side: .import)
             await database.close()
-            func counts(_ states: [TransferState], _ counts: [TransferState: Int]) -> [(String, Int)] {
-                states.map { ($0.rawValue, counts[$0] ?? 0) }
+            var sides: [(name: String, counts: [(String, Int)])] = []
+            if exports.values.reduce(0, +) > 0 {
+                sides.append(("export", TransferCommand.exportCounts { exports[$0] ?? 0 }))
             }
-            if json {
-                let object: [String: [String: Int]] = [
-                    "export": Dictionary(uniqueKeysWithValues: counts(TransferState.exportStates, exports)),
-                    "import": Dictionary(uniqueKeysWithValues: counts(TransferState.importStates, imports)),
-                ]
-                let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
-                Console.line(String(decoding: data, as: UTF8.self))
+            if imports.values.reduce(0, +) - (imports[.deleted] ?? 0) > 0 {
+                let total = imports.filter { $0.key != .deleted }.values.reduce(0, +)
+                sides.append(("import", TransferCommand.importCounts(imported: total) { imports[$0] ?? 0 }))
+            }
+            if sides.count == 1 {
+                TransferCommand.printCounts(sides[0].counts, json: json)
+            } else if json {
+                let body = sides.map { side in "\"\(side.name)\":" + TransferCommand.jsonObject(side.counts) }.joined(separator: ",")
+                Console.line("{\(body)}")
             } else {
-                for (name, count) in counts(TransferState.exportStates, exports) { Console.line("export.\(name): \(count)") }
-                for (name, count) in counts(TransferState.importStates, imports) { Console.line("import.\(name): \(count)") }
+                for side in sides {
+                    for (name, count) in side.counts { Console.line("\(side.name).\(name): \(count)") }
+                }
             }
         }
     }
@@ -250,11 +250,29 @@ struct TransferCommand: AsyncParsableCommand {
         return lines
     }
 
-    /// Prints the closing counts: `name: N` lines, or one JSON object.
+    /// The sending side's counts, in order: `exported`, `revoked_before_transfer`, `failed`.
+    static func exportCounts(_ count: (TransferState) -> Int) -> [(String, Int)] {
+        [("exported", count(.exported)), ("revoked_before_transfer", count(.revokedBeforeTransfer)), ("failed", count(.failed))]
+    }
+
+    /// The receiving side's counts, in order: `imported`, `exchanged`, `pending` (state `imported`),
+    /// `revoked_before_transfer`, `failed`.
+    static func importCounts(imported: Int, _ count: (TransferState) -> Int) -> [(String, Int)] {
+        [
+            ("imported", imported), ("exchanged", count(.exchanged)), ("pending", count(.imported)),
+            ("revoked_before_transfer", count(.revokedBeforeTransfer)), ("failed", count(.failed)),
+        ]
+    }
+
+    /// Counts as one JSON object, keys in the given order.
+    static func jsonObject(_ counts: [(String, Int)]) -> String {
+        "{" + counts.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
+
+    /// Prints counts: `name: N` lines, or one JSON object.
     static func printCounts(_ counts: [(String, Int)], json: Bool) {
         if json {
-            let body = counts.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",")
-            Console.line("{\(body)}")
+            Console.line(jsonObject(counts))
         } else {
             for (name, count) in counts { Console.line("\(name): \(count)") }
         }
