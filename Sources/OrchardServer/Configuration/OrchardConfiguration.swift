@@ -82,6 +82,9 @@ public struct OrchardConfiguration: Sendable {
     public var trustedProxies: [IPAddressRange] = []
     /// Clock skew allowed on `exp` and `iat`.
     public var clockLeeway: Duration = .seconds(60)
+    /// How long a deletion waits for Apple to accept its revocation before answering `pending`: 5 seconds (no setting
+    /// reads it; a test on a loaded machine lengthens it so that a slow Apple still answers within the wait).
+    public var revocationWait: Duration = .seconds(5)
     /// The deadline of one webhook attempt, the whole exchange: 10 seconds, as the contract fixes it (no setting reads
     /// it; tests shorten it so that a stalled receiver's attempt ends quickly).
     public var webhookDeadline: Duration = .seconds(10)
@@ -124,6 +127,7 @@ public struct OrchardConfiguration: Sendable {
             refreshValidationInterval: refreshValidationInterval,
             webhookURLs: webhookURLs.map(\.absoluteString),
             consentRevokedPolicy: consentRevokedPolicy,
+            revocationWait: revocationWait,
             clockLeeway: clockLeeway
         )
     }
