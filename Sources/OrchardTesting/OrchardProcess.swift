@@ -22,6 +22,28 @@ public struct OrchardProcess: Sendable {
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("orchard")
     }
 
+    /// Runs `orchard ARGUMENTS` and waits for it without holding a thread of Swift's concurrency pool: the wait happens
+    /// on a Dispatch thread. Use it when the command talks to something this test process serves (the emulator, a
+    /// webhook receiver): the pool has one thread per core, and a blocking wait on each would leave none to answer.
+    public static func runInBackground(
+        _ arguments: [String],
+        environment: [String: String] = [:],
+        standardInput: String? = nil,
+        timeout: TimeInterval = 60
+    ) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                do {
+                    continuation.resume(
+                        returning: try run(arguments, environment: environment, standardInput: standardInput, timeout: timeout)
+                    )
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
     /// Runs `orchard ARGUMENTS` and waits for it (at most `timeout` seconds, then it is killed).
     public static func run(
         _ arguments: [String],

@@ -255,7 +255,7 @@ struct ServeProcessTests {
 
         let listed = try OrchardProcess.run(["accounts", "list"], environment: setup.environment)
         #expect(listed.standardOutput.contains(id))
-        let deleted = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
+        let deleted = try await OrchardProcess.runInBackground(["accounts", "delete", id], environment: setup.environment)
         #expect(deleted.status == 0, "\(deleted.standardError)")
         // Revoked within the 5 s wait, or (on a loaded machine) queued and revoked by the running server's worker.
         let revokedInline = deleted.standardOutput.contains("apple_revocation: revoked")
@@ -273,7 +273,7 @@ struct ServeProcessTests {
         }
         let session = try await client.request(.GET, "/v1/session", bearer: token)
         #expect(session["reason"] == "account_deleted")
-        let missing = try OrchardProcess.run(["accounts", "delete", id], environment: setup.environment)
+        let missing = try await OrchardProcess.runInBackground(["accounts", "delete", id], environment: setup.environment)
         #expect(missing.status == 3)
 
         // Several at once: each deleted in turn, the missing one reported, exit 3, progress lines on standard error.
@@ -282,7 +282,7 @@ struct ServeProcessTests {
             let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
             more.append(try #require((signIn.json["account"] as? [String: Any])?["id"] as? String))
         }
-        let several = try OrchardProcess.run(["accounts", "delete", more[0], id, more[1]], environment: setup.environment)
+        let several = try await OrchardProcess.runInBackground(["accounts", "delete", more[0], id, more[1]], environment: setup.environment)
         #expect(several.status == 3, "\(several)")
         #expect(several.standardOutput.contains("deleted \(more[0])") && several.standardOutput.contains("deleted \(more[1])"))
         #expect(several.standardError.contains("\(id): not_found"), "\(several.standardError)")

@@ -112,7 +112,7 @@ struct TransferTests {
         let file = directory.file("transfer.jsonl")
         // A key Apple refuses for team A (team B's): a configuration error, exit 2, before any account is tried.
         let wrongKey = sideA.merging(["APPLE_PRIVATE_KEY_FILE": directory.file("b.p8")]) { $1 }
-        let refused = try OrchardProcess.run(
+        let refused = try await OrchardProcess.runInBackground(
             ["transfer", "export", "--target", Self.teamB, "--out", directory.file("no.jsonl")],
             environment: wrongKey
         )
@@ -121,14 +121,17 @@ struct TransferTests {
         #expect(!FileManager.default.fileExists(atPath: directory.file("no.jsonl")))
 
         emulator.injectFailure(endpoint: .userMigrationInfo, failure: .status(503), count: 1)
-        let first = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file], environment: sideA)
+        let first = try await OrchardProcess.runInBackground(["transfer", "export", "--target", Self.teamB, "--out", file], environment: sideA)
         #expect(first.status == 1, "\(first.standardOutput) \(first.standardError)")
         // Which account met the failure depends on the order of the random account ids: only the failed count is fixed.
         #expect(first.standardOutput.hasSuffix("failed: 1\n"), "\(first.standardOutput)")
         let migrationCalls = emulator.calls(to: .userMigrationInfo).count
         #expect(migrationCalls == 4)
         // The re-run asks Apple only for the failed account.
-        let second = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file, "--json"], environment: sideA)
+        let second = try await OrchardProcess.runInBackground(
+            ["transfer", "export", "--target", Self.teamB, "--out", file, "--json"],
+            environment: sideA
+        )
         #expect(second.status == 0, "\(second.standardOutput) \(second.standardError)")
         #expect(second.standardOutput == #"{"exported":3,"revoked_before_transfer":1,"failed":0}"# + "\n")
         #expect(emulator.calls(to: .userMigrationInfo).count == migrationCalls + 1)
@@ -150,7 +153,7 @@ struct TransferTests {
         }
         let permissions = try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int
         #expect(permissions == 0o600)
-        let statusA = try OrchardProcess.run(["transfer", "status"], environment: sideA)
+        let statusA = try await OrchardProcess.runInBackground(["transfer", "status"], environment: sideA)
         #expect(statusA.standardOutput == "exported: 3\nrevoked_before_transfer: 1\nfailed: 0\n", "\(statusA)")
 
         // The app moves to team B in App Store Connect.
@@ -164,7 +167,7 @@ struct TransferTests {
         let serveB = try await ServeProcess.start(environment: sideB, logDirectory: directory.path, http: http)
         let clientB = OrchardClient(baseURL: serveB.baseURL, http: http, emulator: emulator)
         emulator.injectFailure(endpoint: .userMigrationInfo, failure: .status(503), count: 1)
-        let imported = try OrchardProcess.run(["transfer", "import", file, "--json"], environment: sideB)
+        let imported = try await OrchardProcess.runInBackground(["transfer", "import", file, "--json"], environment: sideB)
         #expect(imported.status == 1, "\(imported.standardOutput) \(imported.standardError)")
         #expect(
             imported.standardOutput == #"{"imported":3,"exchanged":2,"pending":1,"revoked_before_transfer":0,"failed":0}"# + "\n",
@@ -173,7 +176,7 @@ struct TransferTests {
         // The file's first line met the failure: the import goes in the file's order.
         let pendingID = try #require(lines.first??["account_id"] as? String)
         let pendingUser = users[try #require(accountIDs.firstIndex(of: pendingID))]
-        let pendingShow = try OrchardProcess.run(["accounts", "show", pendingID], environment: sideB)
+        let pendingShow = try await OrchardProcess.runInBackground(["accounts", "show", pendingID], environment: sideB)
         #expect(pendingShow.standardOutput.contains("apple_sub: \(lines.first??["transfer_sub"] as? String ?? "-")"), "\(pendingShow)")
 
         // The pending one signs in under team B: its identity token carries transfer_sub, which finds the account.
@@ -185,7 +188,7 @@ struct TransferTests {
         #expect(pendingAccount["apple_sub"] as? String == emulator.subject(of: pendingUser, clientID: Self.app))
 
         // The re-run finds nothing left to do.
-        let rerun = try OrchardProcess.run(["transfer", "import", file], environment: sideB)
+        let rerun = try await OrchardProcess.runInBackground(["transfer", "import", file], environment: sideB)
         #expect(rerun.status == 0, "\(rerun.standardOutput) \(rerun.standardError)")
         #expect(rerun.standardOutput == "imported: 0\nexchanged: 3\npending: 0\nrevoked_before_transfer: 0\nfailed: 0\n")
 
@@ -215,23 +218,23 @@ struct TransferTests {
 
         // An account not signed in since the move holds no Apple token: apple_credential unknown, deletion manual.
         let untouched = accountIDs[untouchedIndex]
-        let show = try OrchardProcess.run(["accounts", "show", untouched], environment: sideB)
+        let show = try await OrchardProcess.runInBackground(["accounts", "show", untouched], environment: sideB)
         #expect(show.standardOutput.contains("apple_credential: unknown"), "\(show)")
-        let deletion = try OrchardProcess.run(["accounts", "delete", untouched], environment: sideB)
+        let deletion = try await OrchardProcess.runInBackground(["accounts", "delete", untouched], environment: sideB)
         #expect(deletion.status == 0, "\(deletion)")
         #expect(deletion.standardOutput.contains("apple_revocation: manual_required"), "\(deletion.standardOutput)")
 
         // The revoked user has no line: they sign in under team B as a new account.
-        let statusB = try OrchardProcess.run(["transfer", "status", "--json"], environment: sideB)
+        let statusB = try await OrchardProcess.runInBackground(["transfer", "status", "--json"], environment: sideB)
         #expect(
             statusB.standardOutput == #"{"imported":2,"exchanged":2,"pending":0,"revoked_before_transfer":0,"failed":0}"# + "\n",
             "\(statusB)"
         )
         // Importing the file again does not bring the deleted account back.
-        let again = try OrchardProcess.run(["transfer", "import", file], environment: sideB)
+        let again = try await OrchardProcess.runInBackground(["transfer", "import", file], environment: sideB)
         #expect(again.status == 0, "\(again)")
         #expect(again.standardOutput == "imported: 0\nexchanged: 2\npending: 0\nrevoked_before_transfer: 0\nfailed: 0\n")
-        #expect(try OrchardProcess.run(["accounts", "show", untouched], environment: sideB).status == 3)
+        #expect(try await OrchardProcess.runInBackground(["accounts", "show", untouched], environment: sideB).status == 3)
         #expect(await serveB.terminate() == 0)
     }
 
@@ -276,7 +279,10 @@ struct TransferTests {
         try await killMidway(["transfer", "export", "--target", Self.teamB, "--out", file], environment: setup.sideA)
         setup.emulator.setLatency(.zero)
         let callsBefore = setup.emulator.calls(to: .userMigrationInfo).count
-        let exported = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file, "--json"], environment: setup.sideA)
+        let exported = try await OrchardProcess.runInBackground(
+            ["transfer", "export", "--target", Self.teamB, "--out", file, "--json"],
+            environment: setup.sideA
+        )
         #expect(exported.standardOutput == #"{"exported":12,"revoked_before_transfer":0,"failed":0}"# + "\n", "\(exported)")
         #expect(setup.emulator.calls(to: .userMigrationInfo).count - callsBefore < count, "the re-run asked only for what was left")
         let written = try String(contentsOfFile: file, encoding: .utf8)
@@ -285,10 +291,13 @@ struct TransferTests {
         // Vault rotation re-seals the transfer identifiers too: with the old key gone, a re-run writes the same file.
         let newKey = "k2:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())"
         let bothKeys = setup.sideA.merging(["ORCHARD_VAULT_KEYS": newKey + "," + (setup.sideA["ORCHARD_VAULT_KEYS"] ?? "")]) { $1 }
-        let rotated = try OrchardProcess.run(["vault", "rotate"], environment: bothKeys)
+        let rotated = try await OrchardProcess.runInBackground(["vault", "rotate"], environment: bothKeys)
         #expect(rotated.status == 0, "\(rotated)")
         let newKeyOnly = setup.sideA.merging(["ORCHARD_VAULT_KEYS": newKey]) { $1 }
-        let rewritten = try OrchardProcess.run(["transfer", "export", "--target", Self.teamB, "--out", file], environment: newKeyOnly)
+        let rewritten = try await OrchardProcess.runInBackground(
+            ["transfer", "export", "--target", Self.teamB, "--out", file],
+            environment: newKeyOnly
+        )
         #expect(rewritten.status == 0, "\(rewritten)")
         #expect(try String(contentsOfFile: file, encoding: .utf8) == written)
 
@@ -302,13 +311,13 @@ struct TransferTests {
         setup.emulator.setLatency(.milliseconds(300))
         try await killMidway(["transfer", "import", file], environment: setup.sideB)
         setup.emulator.setLatency(.zero)
-        let imported = try OrchardProcess.run(["transfer", "import", file, "--json"], environment: setup.sideB)
+        let imported = try await OrchardProcess.runInBackground(["transfer", "import", file, "--json"], environment: setup.sideB)
         #expect(imported.status == 1, "\(imported)")
         #expect(imported.standardOutput.contains(#""exchanged":11,"pending":0,"revoked_before_transfer":0,"failed":1}"#), "\(imported)")
         #expect(imported.standardError.contains("they signed in before the import"), "\(imported.standardError)")
 
         // Exactly one account.transferred per account in team B's outbox, killed run or not.
-        let webhooks = try OrchardProcess.run(["accounts", "webhooks", "--status", "pending"], environment: setup.sideB)
+        let webhooks = try await OrchardProcess.runInBackground(["accounts", "webhooks", "--status", "pending"], environment: setup.sideB)
         let rows = webhooks.standardOutput.split(separator: "\n").filter { $0.contains("account.transferred") }
         #expect(rows.count == count - 1, "\(webhooks.standardOutput)")
         #expect(Set(rows.map { $0.split(separator: "\t")[0] }).count == count - 1, "one event id per account")
