@@ -13,22 +13,22 @@ struct CommandLineTests {
             ["transfer"], ["transfer", "export"], ["transfer", "import"], ["transfer", "status"],
         ]
     )
-    func help(_ command: [String]) throws {
-        let result = try OrchardProcess.run(command + ["--help"])
+    func help(_ command: [String]) async throws {
+        let result = try await OrchardProcess.runInBackground(command + ["--help"])
         #expect(result.status == 0)
         #expect(result.standardOutput.contains("USAGE"))
     }
 
     @Test("serve with no configuration exits 2 with one line naming the missing setting")
-    func serveNeedsConfiguration() throws {
-        let result = try OrchardProcess.run(["serve"])
+    func serveNeedsConfiguration() async throws {
+        let result = try await OrchardProcess.runInBackground(["serve"])
         #expect(result.status == 2)
         #expect(result.standardError.contains("APPLE_TEAM_ID"))
         #expect(result.standardError.split(separator: "\n").count == 1)
     }
 
     @Test("a wrong setting is named: port, vault keys, plain http to a remote Apple")
-    func badSettings() throws {
+    func badSettings() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let key = directory.file("key.p8")
@@ -38,19 +38,25 @@ struct CommandLineTests {
             "APPLE_CLIENT_IDS": "com.example.app", "ORCHARD_VAULT_KEYS": "k1:\(Data(count: 32).base64EncodedString())",
             "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("db.sqlite"))",
         ]
-        let port = try OrchardProcess.run(["serve"], environment: base.merging(["ORCHARD_PORT": "eighty"]) { $1 })
+        let port = try await OrchardProcess.runInBackground(["serve"], environment: base.merging(["ORCHARD_PORT": "eighty"]) { $1 })
         #expect(port.status == 2)
         #expect(port.standardError.contains("ORCHARD_PORT"))
-        let vault = try OrchardProcess.run(["serve"], environment: base.merging(["ORCHARD_VAULT_KEYS": "k1:short"]) { $1 })
+        let vault = try await OrchardProcess.runInBackground(["serve"], environment: base.merging(["ORCHARD_VAULT_KEYS": "k1:short"]) { $1 })
         #expect(vault.status == 2)
         #expect(vault.standardError.contains("ORCHARD_VAULT_KEYS"))
-        let http = try OrchardProcess.run(["serve"], environment: base.merging(["APPLE_BASE_URL": "http://apple.example.com"]) { $1 })
+        let http = try await OrchardProcess.runInBackground(
+            ["serve"],
+            environment: base.merging(["APPLE_BASE_URL": "http://apple.example.com"]) { $1 }
+        )
         #expect(http.status == 2)
         #expect(http.standardError.contains("APPLE_BASE_URL"))
-        let fast = try OrchardProcess.run(["serve"], environment: base.merging(["ORCHARD_REFRESH_VALIDATION_INTERVAL": "3600"]) { $1 })
+        let fast = try await OrchardProcess.runInBackground(
+            ["serve"],
+            environment: base.merging(["ORCHARD_REFRESH_VALIDATION_INTERVAL": "3600"]) { $1 }
+        )
         #expect(fast.status == 2)
         #expect(fast.standardError.contains("ORCHARD_REFRESH_VALIDATION_INTERVAL"))
-        let pem = try OrchardProcess.run(["serve"], environment: base)
+        let pem = try await OrchardProcess.runInBackground(["serve"], environment: base)
         #expect(pem.status == 2)
         #expect(pem.standardError.contains("APPLE_PRIVATE_KEY_FILE"))
         // The internet-facing settings.
@@ -58,7 +64,7 @@ struct CommandLineTests {
             ("ORCHARD_RATE_LIMIT_PER_MINUTE", "-1"), ("ORCHARD_TRUSTED_PROXIES", "10.0.0.0/8, proxy.example"),
             ("ORCHARD_METRICS_PORT", "metrics"), ("ORCHARD_TLS_KEY_FILE", directory.file("tls-key.pem")),
         ] {
-            let refused = try OrchardProcess.run(["serve"], environment: base.merging([setting: value]) { $1 })
+            let refused = try await OrchardProcess.runInBackground(["serve"], environment: base.merging([setting: value]) { $1 })
             #expect(refused.status == 2, "\(setting)=\(value)")
             let named = setting == "ORCHARD_TLS_KEY_FILE" ? "ORCHARD_TLS_CERT_FILE" : setting
             #expect(refused.standardError.contains(named), "\(refused.standardError)")
@@ -66,7 +72,7 @@ struct CommandLineTests {
         // A certificate file that is not one, with an otherwise usable configuration.
         try AppleEmulatorConfiguration.makeClientKey().privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
         try "not a certificate".write(toFile: directory.file("cert.pem"), atomically: true, encoding: .utf8)
-        let tls = try OrchardProcess.run(
+        let tls = try await OrchardProcess.runInBackground(
             ["serve"],
             environment: base.merging([
                 "ORCHARD_TLS_CERT_FILE": directory.file("cert.pem"), "ORCHARD_TLS_KEY_FILE": directory.file("cert.pem"), "ORCHARD_PORT": "0",
@@ -77,7 +83,7 @@ struct CommandLineTests {
     }
 
     @Test("config check prints every effective setting with its source, secrets redacted, and exits 2 on a bad key file")
-    func configCheck() throws {
+    func configCheck() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let key = directory.file("key.p8")
@@ -91,7 +97,7 @@ struct CommandLineTests {
             "APPLE_CLIENT_IDS": "com.example.app", "ORCHARD_VAULT_KEYS": "k1:\(vaultKey)", "ORCHARD_PORT": "8443",
             "ORCHARD_DATABASE_URL": "postgres://orchard:hunter2-password@db.example:5432/orchard", "ORCHARD_CONFIG_FILE": file,
         ]
-        let check = try OrchardProcess.run(["config", "check"], environment: environment)
+        let check = try await OrchardProcess.runInBackground(["config", "check"], environment: environment)
         #expect(check.status == 0, "\(check.standardError)")
         let lines = Set(check.standardOutput.split(separator: "\n").map(String.init))
         for expected in [
@@ -107,21 +113,21 @@ struct CommandLineTests {
             #expect(!check.standardOutput.contains(secret) && !check.standardError.contains(secret))
         }
         try "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".write(toFile: key, atomically: true, encoding: .utf8)
-        let broken = try OrchardProcess.run(["config", "check"], environment: environment)
+        let broken = try await OrchardProcess.runInBackground(["config", "check"], environment: environment)
         #expect(broken.status == 2)
         #expect(broken.standardError.contains("APPLE_PRIVATE_KEY_FILE"))
     }
 
     @Test("a usage error exits 64")
-    func usageError() throws {
-        #expect(try OrchardProcess.run(["serve", "--no-such-flag"]).status == 64)
-        #expect(try OrchardProcess.run(["no-such-command"]).status == 64)
+    func usageError() async throws {
+        #expect(try await OrchardProcess.runInBackground(["serve", "--no-such-flag"]).status == 64)
+        #expect(try await OrchardProcess.runInBackground(["no-such-command"]).status == 64)
     }
 
     @Test("shell completion scripts for bash, zsh and fish name every command")
-    func completionScripts() throws {
+    func completionScripts() async throws {
         for shell in ["bash", "zsh", "fish"] {
-            let script = try OrchardProcess.run(["--generate-completion-script", shell])
+            let script = try await OrchardProcess.runInBackground(["--generate-completion-script", shell])
             #expect(script.status == 0)
             for command in ["serve", "accounts", "vault", "config", "apple-emulator", "token"] {
                 #expect(script.standardOutput.contains(command), "the \(shell) completion lacks \(command)")
@@ -130,39 +136,39 @@ struct CommandLineTests {
     }
 
     @Test("migrate creates the schema with no other configuration, and is idempotent")
-    func migrate() throws {
+    func migrate() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let env = ["ORCHARD_DATABASE_URL": "sqlite:\(directory.file("orchard.sqlite"))"]
-        let first = try OrchardProcess.run(["migrate"], environment: env)
+        let first = try await OrchardProcess.runInBackground(["migrate"], environment: env)
         #expect(first.status == 0, "\(first.standardError)")
         #expect(first.standardOutput.contains("applied"))
         #expect(FileManager.default.fileExists(atPath: directory.file("orchard.sqlite")))
-        let second = try OrchardProcess.run(["migrate"], environment: env)
+        let second = try await OrchardProcess.runInBackground(["migrate"], environment: env)
         #expect(second.standardOutput.contains("up to date"))
     }
 
     @Test("the configuration file is read, and the environment wins over it")
-    func configFile() throws {
+    func configFile() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let file = directory.file("orchard.json")
         try #"{"ORCHARD_DATABASE_URL": "sqlite:\#(directory.file("from-file.sqlite"))", "ORCHARD_LOG_LEVEL": "error"}"#
             .write(toFile: file, atomically: true, encoding: .utf8)
-        #expect(try OrchardProcess.run(["migrate"], environment: ["ORCHARD_CONFIG_FILE": file]).status == 0)
+        #expect(try await OrchardProcess.runInBackground(["migrate"], environment: ["ORCHARD_CONFIG_FILE": file]).status == 0)
         #expect(FileManager.default.fileExists(atPath: directory.file("from-file.sqlite")))
         let env = ["ORCHARD_CONFIG_FILE": file, "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("from-env.sqlite"))"]
-        #expect(try OrchardProcess.run(["migrate"], environment: env).status == 0)
+        #expect(try await OrchardProcess.runInBackground(["migrate"], environment: env).status == 0)
         #expect(FileManager.default.fileExists(atPath: directory.file("from-env.sqlite")))
         let yaml = directory.file("orchard.yaml")
         try "ORCHARD_DATABASE_URL: sqlite:\(directory.file("from-yaml.sqlite"))\n".write(toFile: yaml, atomically: true, encoding: .utf8)
-        #expect(try OrchardProcess.run(["migrate"], environment: ["ORCHARD_CONFIG_FILE": yaml]).status == 0)
+        #expect(try await OrchardProcess.runInBackground(["migrate"], environment: ["ORCHARD_CONFIG_FILE": yaml]).status == 0)
         #expect(FileManager.default.fileExists(atPath: directory.file("from-yaml.sqlite")))
     }
 
     @Test("the demo runs the lifecycle with no configuration and exits 0")
-    func demo() throws {
-        let result = try OrchardProcess.run(["demo"], timeout: 120)
+    func demo() async throws {
+        let result = try await OrchardProcess.runInBackground(["demo"], timeout: 120)
         #expect(result.status == 0, "\(result.standardError)")
         #expect(result.standardOutput.contains("Demo complete."))
         #expect(result.standardOutput.contains("nonce_reused"))
