@@ -163,6 +163,33 @@ public final class Accounts: Sendable {
         }
     }
 
+    /// A new account keyed by `subject`, sealed, with no email, name or Apple tokens yet (`apple_credential` unknown).
+    func newAccount(id: String, subject: Redacted<String>, clientID: String, at now: Date) throws -> AccountRecord {
+        AccountRecord(
+            id: id,
+            subjectHash: vault.subjectHash(subject),
+            sealedSubject: try vault.seal(subject.value, context: Self.context(id, "subject")),
+            sealedEmail: nil,
+            isPrivateEmail: false,
+            emailForwarding: .enabled,
+            sealedName: nil,
+            clientID: clientID,
+            sealedRefreshToken: nil,
+            sealedAccessToken: nil,
+            sealedIdentityToken: nil,
+            appleCredential: .unknown,
+            lastValidatedAt: nil,
+            nextValidationAt: nil,
+            createdAt: now,
+            updatedAt: now
+        )
+    }
+
+    /// A name as stored: JSON `{"first_name", "last_name"}`, sealed under the account's `name` context.
+    func sealName(_ name: AccountView.Name, accountID: String) throws -> String {
+        try vault.seal(String(decoding: try JSONEncoder().encode(name), as: UTF8.self), context: Self.context(accountID, "name"))
+    }
+
     /// The additional authenticated data that binds a sealed value to its record and field.
     static func context(_ accountID: String, _ field: String) -> String {
         "account:\(accountID):\(field)"

@@ -83,25 +83,11 @@ struct AccountsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let configuration = try await CommandSupport.loadConfiguration(needs: .all)
-            CommandSupport.bootstrapLogging(level: configuration.logLevel)
-            let logger = Logger(label: "orchard.accounts")
-            let database = await CommandSupport.openDatabase(configuration, logger: logger)
-            let http = HTTPClient.makeOrchardClient()
-            var worst: Int32 = 0
-            do {
-                let (accounts, _) = try await buildLifecycle(
-                    OrchardDependencies(
-                        configuration: configuration,
-                        database: database,
-                        httpClient: http,
-                        registry: PrometheusCollectorRegistry(),
-                        logger: logger
-                    )
-                )
+            let worst = try await CommandSupport.withLifecycle(label: "orchard.accounts") { accounts, _, logger in
+                var worst: Int32 = 0
                 let report = ProgressReport(unit: "accounts")
                 for (index, id) in ids.enumerated() {
-                    do {
+                    do throws(AccountsError) {
                         let result = try await accounts.deleteAccount(id: id, reason: .byOperator, logger: logger)
                         Console.line("deleted \(id)")
                         Console.line("apple_revocation: \(result.appleRevocation.rawValue)")
@@ -117,12 +103,8 @@ struct AccountsCommand: AsyncParsableCommand {
                     }
                     if ids.count > 1 { report.update(done: index + 1, total: ids.count) }
                 }
-            } catch let error as ConfigurationError {
-                try? await http.shutdown()
-                CommandSupport.fail(error)
+                return worst
             }
-            try? await http.shutdown()
-            await database.close()
             if worst != 0 { throw ExitCode(worst) }
         }
     }

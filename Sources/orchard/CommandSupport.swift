@@ -1,4 +1,6 @@
+import Accounts
 import ArgumentParser
+import AsyncHTTPClient
 import Configuration
 import Foundation
 import Logging
@@ -35,6 +37,43 @@ enum CommandSupport {
             )
         } catch {
             fail(ConfigurationError(setting: "ORCHARD_DATABASE_URL", problem: "\(error)"))
+        }
+    }
+
+    /// Loads the whole configuration (Apple's settings included), builds the lifecycle as `serve` does, and runs `body`
+    /// with it, closing the HTTP client and the database whatever happens; a configuration error exits 2.
+    static func withLifecycle<T: Sendable>(
+        label: String,
+        _ body: (Accounts, OrchardConfiguration, Logger) async throws -> T
+    ) async throws -> T {
+        let configuration = try await loadConfiguration(needs: .all)
+        bootstrapLogging(level: configuration.logLevel)
+        let logger = Logger(label: label)
+        let database = await openDatabase(configuration, logger: logger)
+        let http = HTTPClient.makeOrchardClient()
+        func close() async {
+            try? await http.shutdown()
+            await database.close()
+        }
+        do {
+            let (accounts, _) = try await buildLifecycle(
+                OrchardDependencies(
+                    configuration: configuration,
+                    database: database,
+                    httpClient: http,
+                    registry: PrometheusCollectorRegistry(),
+                    logger: logger
+                )
+            )
+            let result = try await body(accounts, configuration, logger)
+            await close()
+            return result
+        } catch let error as ConfigurationError {
+            await close()
+            fail(error)
+        } catch {
+            await close()
+            throw error
         }
     }
 

@@ -152,43 +152,17 @@ struct TransferCommand: AsyncParsableCommand {
 
     // MARK: Shared
 
-    /// Builds the lifecycle with Apple's settings, runs `body`, and turns an ``AccountsError`` into a message and exit 1.
+    /// The lifecycle with Apple's settings (``CommandSupport/withLifecycle(label:_:)``); an ``AccountsError`` becomes a
+    /// message and exit 1, or 2 when Apple refused the team's own credentials.
     static func withLifecycle<T: Sendable>(
         _ body: (Accounts, OrchardConfiguration, Logger) async throws -> T
     ) async throws -> T {
-        let configuration = try await CommandSupport.loadConfiguration(needs: .all)
-        CommandSupport.bootstrapLogging(level: configuration.logLevel)
-        let logger = Logger(label: "orchard.transfer")
-        let database = await CommandSupport.openDatabase(configuration, logger: logger)
-        let http = HTTPClient.makeOrchardClient()
-        func close() async {
-            try? await http.shutdown()
-            await database.close()
-        }
         do {
-            let (accounts, _) = try await buildLifecycle(
-                OrchardDependencies(
-                    configuration: configuration,
-                    database: database,
-                    httpClient: http,
-                    registry: PrometheusCollectorRegistry(),
-                    logger: logger
-                )
-            )
-            let result = try await body(accounts, configuration, logger)
-            await close()
-            return result
-        } catch let error as ConfigurationError {
-            await close()
-            CommandSupport.fail(error)
+            return try await CommandSupport.withLifecycle(label: "orchard.transfer", body)
         } catch let error as AccountsError {
-            await close()
             Console.error("orchard: \(error.code.rawValue): \(error.reason)\n")
             // Apple refusing the team's own credentials is a configuration error: running again would not help.
             throw ExitCode(error.code == .appleClientRejected ? 2 : 1)
-        } catch {
-            await close()
-            throw error
         }
     }
 

@@ -73,17 +73,17 @@ extension Accounts {
         var outcome = TransferOutcome()
         for (index, account) in accounts.enumerated() {
             defer { progress(index + 1, accounts.count) }
-            let state = try await exportOne(account, target: target, logger: logger)
-            outcome.counts[state, default: 0] += 1
-            if state == .exported, let line = try await exportLine(account) {
-                outcome.lines.append(line)
+            let record = try await exportOne(account, target: target, logger: logger)
+            outcome.counts[record.state, default: 0] += 1
+            if record.state == .exported, let sealed = record.sealedTransferSub {
+                outcome.lines.append(try exportLine(account, sealedTransferSub: sealed))
             }
         }
         return outcome
     }
 
-    /// Exports one account unless it is done; returns its state.
-    private func exportOne(_ account: AccountRecord, target: String, logger: Logger) async throws(AccountsError) -> TransferState {
+    /// Exports one account unless it is done; returns its row as it now stands.
+    private func exportOne(_ account: AccountRecord, target: String, logger: Logger) async throws(AccountsError) -> TransferRecord {
         let existing: TransferRecord?
         do {
             existing = try await store.transfer(side: .export, accountID: account.id)
@@ -91,7 +91,7 @@ extension Accounts {
             throw AccountsError.storage(error)
         }
         if let existing, existing.targetTeam == target, existing.state == .exported || existing.state == .revokedBeforeTransfer {
-            return existing.state
+            return existing
         }
         var record = TransferRecord(
             accountID: account.id,
@@ -117,16 +117,13 @@ extension Accounts {
         } catch {
             throw AccountsError.storage(error)
         }
-        return record.state
+        return record
     }
 
-    /// The file line of an exported account.
-    private func exportLine(_ account: AccountRecord) async throws(AccountsError) -> TransferLine? {
+    /// The file line of an exported account, from the row its export left.
+    private func exportLine(_ account: AccountRecord, sealedTransferSub: String) throws(AccountsError) -> TransferLine {
         do {
-            guard let record = try await store.transfer(side: .export, accountID: account.id), let sealed = record.sealedTransferSub else {
-                return nil
-            }
-            let transferSub = try vault.open(sealed, context: Self.context(account.id, "transfer_sub"))
+            let transferSub = try vault.open(sealedTransferSub, context: Self.context(account.id, "transfer_sub"))
             let name = try view(of: account).name
             return TransferLine(accountID: account.id, clientID: account.clientID, transferSub: transferSub.value, name: name)
         } catch let error as AccountsError {
@@ -203,27 +200,9 @@ extension Accounts {
 
     /// A new account as the file describes it: keyed by the transfer identifier, no email or tokens yet.
     private func importedAccount(_ line: TransferLine, now: Date) throws -> AccountRecord {
-        let sealedName = try line.name.map { name in
-            try vault.seal(String(decoding: try JSONEncoder().encode(name), as: UTF8.self), context: Self.context(line.accountID, "name"))
-        }
-        return AccountRecord(
-            id: line.accountID,
-            subjectHash: vault.subjectHash(Redacted(line.transferSub)),
-            sealedSubject: try vault.seal(line.transferSub, context: Self.context(line.accountID, "subject")),
-            sealedEmail: nil,
-            isPrivateEmail: false,
-            emailForwarding: .enabled,
-            sealedName: sealedName,
-            clientID: line.clientID,
-            sealedRefreshToken: nil,
-            sealedAccessToken: nil,
-            sealedIdentityToken: nil,
-            appleCredential: .unknown,
-            lastValidatedAt: nil,
-            nextValidationAt: nil,
-            createdAt: now,
-            updatedAt: now
-        )
+        var record = try newAccount(id: line.accountID, subject: Redacted(line.transferSub), clientID: line.clientID, at: now)
+        record.sealedName = try line.name.map { try sealName($0, accountID: line.accountID) }
+        return record
     }
 
     /// Exchanges a pending import's transfer identifier at Apple and completes it; returns its state afterwards.

@@ -134,29 +134,9 @@ extension Accounts {
             try vault.seal(value, context: Self.context(id, field))
         }
 
-        var record =
-            try existing
-            ?? AccountRecord(
-                id: id,
-                subjectHash: vault.subjectHash(claims.sub),
-                sealedSubject: try seal(claims.sub.value, "subject"),
-                sealedEmail: nil,
-                isPrivateEmail: false,
-                emailForwarding: .enabled,
-                sealedName: nil,
-                clientID: claims.aud,
-                sealedRefreshToken: nil,
-                sealedAccessToken: nil,
-                sealedIdentityToken: nil,
-                appleCredential: .unknown,
-                lastValidatedAt: nil,
-                nextValidationAt: nil,
-                createdAt: now,
-                updatedAt: now
-            )
+        var record = try existing ?? newAccount(id: id, subject: claims.sub, clientID: claims.aud, at: now)
         if isNew, let user = request.user, user.firstName != nil || user.lastName != nil {
-            let name = AccountView.Name(firstName: user.firstName, lastName: user.lastName)
-            record.sealedName = try seal(String(decoding: try JSONEncoder().encode(name), as: UTF8.self), "name")
+            record.sealedName = try sealName(AccountView.Name(firstName: user.firstName, lastName: user.lastName), accountID: id)
         }
         // Only a signed token vouches for an email: `user.email` from the app is never stored, or anyone could claim
         // someone else's address and take over an account a backend links by email.
