@@ -183,6 +183,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                 .product(name: "OTel", package: "swift-otel"),
