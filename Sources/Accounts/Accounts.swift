@@ -197,10 +197,7 @@ public final class Accounts: Sendable {
 
     /// A 256-bit random value, base64url without padding.
     func randomToken() -> String {
-        Data(random.bytes(32)).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(random.bytes(32))
     }
 
     /// A random id with a prefix (`acct_`, `rev_`, `evt_`, `whd_`, `aud_`).

@@ -2,6 +2,7 @@ public import CryptoExtras
 import Foundation
 public import JWTKit
 public import Logging
+import Synchronization
 
 /// Apple's public keys (the JWKS at `/auth/keys`), cached and refetched sparingly.
 ///
@@ -27,6 +28,9 @@ public actor AppleKeySet {
     private var keys: [String: JWTKit.Insecure.RSA.PublicKey] = [:]
     /// The same keys as swift-crypto verifying keys, made once per fetch rather than once per token.
     private var verifyingKeys: [String: _RSA.Signing.PublicKey] = [:]
+    /// The verifying keys and when they were fetched, readable without entering the actor: every verification needs a
+    /// key, and a hop onto the actor per token moved requests between threads under load.
+    private nonisolated let current = Mutex<(keys: [String: _RSA.Signing.PublicKey], fetchedAt: Date?)>(([:], nil))
     private var fetchedAt: Date?
     private var attemptedAt: Date?
     private var inFlight: Task<FetchOutcome, Never>?
@@ -82,9 +86,20 @@ public actor AppleKeySet {
         }
     }
 
-    /// The key ids currently cached, sorted (for diagnostics).
     /// The RS256 verifying key for `kid`, by the same rules as ``key(for:)``.
-    public func verifyingKey(for kid: String) async throws(AppleIDError) -> _RSA.Signing.PublicKey {
+    public nonisolated func verifyingKey(for kid: String) async throws(AppleIDError) -> _RSA.Signing.PublicKey {
+        let now = clock.now()
+        let maximumAge = self.maximumAge
+        let cached = current.withLock { current -> _RSA.Signing.PublicKey? in
+            guard let fetchedAt = current.fetchedAt, now.timeIntervalSince(fetchedAt) < maximumAge else { return nil }
+            return current.keys[kid]
+        }
+        if let cached { return cached }
+        return try await isolatedVerifyingKey(for: kid)
+    }
+
+    /// ``verifyingKey(for:)`` when the key is not cached or the cache is stale: on the actor, which may refetch.
+    private func isolatedVerifyingKey(for kid: String) async throws(AppleIDError) -> _RSA.Signing.PublicKey {
         let key = try await key(for: kid)
         if let verifying = verifyingKeys[kid] { return verifying }
         do {
@@ -95,6 +110,7 @@ public actor AppleKeySet {
         }
     }
 
+    /// The key ids currently cached, sorted (for diagnostics).
     public var cachedKeyIDs: [String] { keys.keys.sorted() }
 
     private func isStale(at now: Date) -> Bool {
@@ -149,7 +165,9 @@ public actor AppleKeySet {
         guard !fresh.isEmpty else { return .failed("the key set holds no usable RS256 key") }
         keys = fresh
         verifyingKeys = verifying
-        fetchedAt = clock.now()
+        let now = clock.now()
+        fetchedAt = now
+        current.withLock { $0 = (verifying, now) }
         logger.debug("Refreshed Apple's keys", metadata: ["apple.kids": "\(fresh.keys.sorted().joined(separator: ","))"])
         return .fetched
     }

@@ -48,8 +48,7 @@ public struct AppleTokenVerifier: Sendable {
     /// - Throws: ``AppleIDError`` with the code of the first failed step (see the type's documentation), or
     ///   `apple_unavailable` when Apple's keys cannot be had.
     public func verifyIdentityToken(_ token: String, expectedAudience: String? = nil) async throws(AppleIDError) -> AppleIdentityClaims {
-        let jws = try DecodedJWS(token)
-        let claims = try jws.claims(as: AppleIdentityClaims.self)
+        let (jws, claims) = try DecodedJWS.decode(token, as: AppleIdentityClaims.self)
         try await verifySteps(jws, expectedAudience: expectedAudience, now: clock.now())
         return claims
     }
@@ -59,8 +58,7 @@ public struct AppleTokenVerifier: Sendable {
     /// The steps are those of identity tokens; the server answers any failure with `notification_invalid`.
     /// - Throws: ``AppleIDError`` with the code of the first failed step.
     public func verifyNotification(_ jws: String) async throws(AppleIDError) -> AppleNotification {
-        let decoded = try DecodedJWS(jws)
-        let notification = try decoded.claims(as: AppleNotification.self)
+        let (decoded, notification) = try DecodedJWS.decode(jws, as: AppleNotification.self)
         try await verifySteps(decoded, expectedAudience: nil, now: clock.now())
         return notification
     }

@@ -1,3 +1,4 @@
+import AppleID
 import Crypto
 public import Foundation
 
@@ -33,8 +34,6 @@ public struct AppleIDTestClientKey: Sendable {
 
     /// Decodes base64url with or without padding.
     public static func base64URLDecoded(_ text: String) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
+        Base64URL.decode(text.utf8)
     }
 }

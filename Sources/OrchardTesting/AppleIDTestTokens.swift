@@ -134,9 +134,6 @@ public struct AppleIDTestTokens: Sendable {
 
     /// Base64url without padding (RFC 7515), for building malformed tokens by hand.
     public static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(data)
     }
 }

@@ -108,10 +108,7 @@ public struct WebFlowStates: Sendable {
 
     /// 256 random bits, base64url without padding.
     private func randomToken() -> String {
-        Data(random.bytes(32)).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(random.bytes(32))
     }
 
     /// Binds the sealed nonce to its state.
