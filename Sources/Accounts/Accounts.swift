@@ -72,7 +72,8 @@ public final class Accounts: Sendable {
     /// - Throws: `session_invalid` for an unknown or expired token, `session_revoked` (with the reason) for one that was
     ///   ended early.
     public func session(token: String) async throws(AccountsError) -> SessionInfo {
-        let (session, account) = try await liveSession(token: token)
+        let store = self.store
+        let (session, account) = try await live(token: token) { try await store.sessionView(tokenHash: $0) }
         return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try view(of: account))
     }
 
@@ -87,10 +88,19 @@ public final class Accounts: Sendable {
     }
 
     func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, AccountRecord) {
+        let store = self.store
+        return try await live(token: token) { try await store.session(tokenHash: $0) }
+    }
+
+    /// The session rules, whichever account fields `lookup` reads with the session.
+    private func live<Account: Sendable>(
+        token: String,
+        _ lookup: (String) async throws -> (session: SessionRecord, account: Account?)?
+    ) async throws(AccountsError) -> (SessionRecord, Account) {
         guard !token.isEmpty, token.utf8.count <= 512 else { throw AccountsError(.sessionInvalid, "no session token") }
-        let found: (session: SessionRecord, account: AccountRecord?)?
+        let found: (session: SessionRecord, account: Account?)?
         do {
-            found = try await store.session(tokenHash: Self.sha256Hex(token))
+            found = try await lookup(Self.sha256Hex(token))
         } catch {
             throw AccountsError.storage(error)
         }
@@ -139,6 +149,11 @@ public final class Accounts: Sendable {
 
     /// Opens an account record for display.
     func view(of record: AccountRecord) throws(AccountsError) -> AccountView {
+        try view(of: record.sealedView)
+    }
+
+    /// An account's shown fields, opened.
+    func view(of record: SealedAccountView) throws(AccountsError) -> AccountView {
         do {
             let subject = try vault.open(record.sealedSubject, context: Self.context(record.id, "subject"))
             let email = try record.sealedEmail.map { try vault.open($0, context: Self.context(record.id, "email")) }

@@ -41,6 +41,8 @@ public protocol AccountStore: Sendable {
     ) async throws -> Bool
     /// The session with this token hash, and its account unless that was deleted: one indexed read.
     func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)?
+    /// The same read for the session check: the session and only the account fields its answer shows.
+    func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)?
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
     /// Whether the database answers.

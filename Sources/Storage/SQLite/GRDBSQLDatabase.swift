@@ -13,7 +13,7 @@ struct GRDBSQLDatabase: SQLDatabase {
     enum Route: Sendable {
         /// Outside a transaction: each `SELECT` on a reader connection (WAL: readers never wait for the writer), each
         /// write as its own group-committed transaction, each `PRAGMA` alone on the writer.
-        case autocommit(DatabasePool, SQLiteWriter)
+        case autocommit(DatabasePool, SQLiteReaders, SQLiteWriter)
         /// On the writer connection, inside the transaction its group holds.
         case writer(DatabasePool)
     }
@@ -40,10 +40,10 @@ struct GRDBSQLDatabase: SQLDatabase {
             switch route {
             case .writer(let pool):
                 try Self.onWriter(pool, sql, arguments, onRow)
-            case .autocommit(let pool, let writer):
+            case .autocommit(let pool, let readers, let writer):
                 switch SQLiteStatementKind(sql: sql) {
                 case .read:
-                    try Self.onReader(pool, sql, arguments, onRow)
+                    try Self.onReader(pool, readers, sql, arguments, onRow)
                 case .pragma:
                     try await writer.exclusive { try await $0.execute(sql: query, onRow) }
                 case .write:
@@ -66,14 +66,19 @@ struct GRDBSQLDatabase: SQLDatabase {
         try pool.writeWithoutTransaction { try run(sql, arguments, on: $0, onRow) }
     }
 
-    /// Runs a query on a reader connection, synchronously on this thread.
+    /// Runs a query on a reader connection, synchronously on this thread: one of ``SQLiteReaders``, or the pool's
+    /// readers when all of those are in use.
     private static func onReader(
         _ pool: DatabasePool,
+        _ readers: SQLiteReaders,
         _ sql: String,
         _ arguments: StatementArguments,
         _ onRow: @Sendable (any SQLRow) -> Void
     ) throws {
-        try pool.unsafeRead { try run(sql, arguments, on: $0, onRow) }
+        let done: Void? = try readers.read { try run(sql, arguments, on: $0, onRow) }
+        if done == nil {
+            try pool.unsafeRead { try run(sql, arguments, on: $0, onRow) }
+        }
     }
 
     private static func run(

@@ -17,6 +17,7 @@ public import SQLKit
 /// statement on the calling thread and keeps prepared statements cached. The SQL stays SQLKit's, the same for PostgreSQL.
 public final class SQLiteDatabaseClient: DatabaseClient {
     private let pool: DatabasePool
+    private let readers: SQLiteReaders
     private let writer: SQLiteWriter
     private let logger: Logger
     /// The database file's path.
@@ -28,8 +29,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// Always ``DatabaseFlavor/sqlite``.
     public var flavor: DatabaseFlavor { .sqlite }
 
-    private init(pool: DatabasePool, path: String, logger: Logger) {
+    private init(pool: DatabasePool, readers: SQLiteReaders, path: String, logger: Logger) {
         self.pool = pool
+        self.readers = readers
         self.writer = SQLiteWriter(pool: pool, logger: logger)
         self.path = path
         self.logger = logger
@@ -50,7 +52,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             let pool = try DatabasePool(path: path, configuration: configuration)
             // GRDB sets NORMAL when it turns WAL on; Orchard answers only once a commit is on disk.
             try await pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
-            return SQLiteDatabaseClient(pool: pool, path: path, logger: logger)
+            // After the pool: its writer has put the file in WAL mode, which the readers then share.
+            let readers = try SQLiteReaders(path: path, count: 4, configuration: configuration)
+            return SQLiteDatabaseClient(pool: pool, readers: readers, path: path, logger: logger)
         } catch {
             throw StoreError.unavailable("cannot open the SQLite database at \(path): \(error)")
         }
@@ -58,7 +62,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
 
     /// Runs `body` outside any transaction: its reads on reader connections, each write group-committed on its own.
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await body(GRDBSQLDatabase(route: .autocommit(pool, writer), logger: logger))
+        try await body(GRDBSQLDatabase(route: .autocommit(pool, readers, writer), logger: logger))
     }
 
     /// Runs `body` in an immediate transaction on the writer, committed together with the other transactions waiting.
@@ -82,6 +86,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// Closes the connections.
     public func close() async {
         do {
+            try readers.close()
             try pool.close()
         } catch {
             logger.warning("closing the SQLite database failed", metadata: ["error": "\(error)"])

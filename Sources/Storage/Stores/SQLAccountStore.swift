@@ -176,15 +176,31 @@ public struct SQLAccountStore: AccountStore {
                 """
             ).first()
             return try row.map { row in
-                let session = SessionRecord(
-                    tokenHash: try row.string("session_token_hash"),
-                    accountID: try row.string("session_account_id"),
-                    createdAt: try row.date("session_created_at") ?? Date(timeIntervalSince1970: 0),
-                    expiresAt: try row.date("session_expires_at") ?? Date(timeIntervalSince1970: 0),
-                    endedAt: try row.date("session_ended_at"),
-                    endReason: try row.optionalString("session_end_reason").flatMap(SessionEndReason.init(rawValue:))
-                )
-                return (session, try row.decodeNil(column: "id") ? nil : try Self.account(from: row))
+                (try Self.session(from: row), try row.decodeNil(column: "id") ? nil : try Self.account(from: row))
+            }
+        }
+    }
+
+    /// The session with this token hash and the account fields its answer shows: one indexed read of the session and
+    /// its account, without Apple's sealed tokens.
+    public func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)? {
+        try await database.withDatabase { db in
+            let row = try await db.raw(
+                """
+                SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
+                    s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
+                    s.end_reason AS session_end_reason, a.id AS id, a.sealed_subject AS sealed_subject,
+                    a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
+                    a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
+                    a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
+                    a.created_at AS created_at
+                FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
+                WHERE s.token_hash = \(bind: tokenHash)
+                """
+            ).first()
+            return try row.map { row in
+                let view = try row.decodeNil(column: "id") ? nil : try Self.sealedView(from: row)
+                return (try Self.session(from: row), view)
             }
         }
     }
@@ -210,6 +226,33 @@ public struct SQLAccountStore: AccountStore {
         } catch {
             return false
         }
+    }
+
+    /// A session read under the `session_` aliases of ``session(tokenHash:)``.
+    static func session(from row: any SQLRow) throws -> SessionRecord {
+        SessionRecord(
+            tokenHash: try row.string("session_token_hash"),
+            accountID: try row.string("session_account_id"),
+            createdAt: try row.date("session_created_at") ?? Date(timeIntervalSince1970: 0),
+            expiresAt: try row.date("session_expires_at") ?? Date(timeIntervalSince1970: 0),
+            endedAt: try row.date("session_ended_at"),
+            endReason: try row.optionalString("session_end_reason").flatMap(SessionEndReason.init(rawValue:))
+        )
+    }
+
+    /// The shown fields of an account row.
+    static func sealedView(from row: any SQLRow) throws -> SealedAccountView {
+        SealedAccountView(
+            id: try row.string("id"),
+            sealedSubject: try row.string("sealed_subject"),
+            sealedEmail: try row.optionalString("sealed_email"),
+            isPrivateEmail: try row.decode(column: "is_private_email", as: Int.self) != 0,
+            emailForwarding: EmailForwarding(rawValue: try row.string("email_forwarding")) ?? .enabled,
+            sealedName: try row.optionalString("sealed_name"),
+            appleCredential: AppleCredentialState(rawValue: try row.string("apple_credential")) ?? .unknown,
+            lastValidatedAt: try row.date("last_validated_at"),
+            createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0)
+        )
     }
 
     static func account(from row: any SQLRow) throws -> AccountRecord {
