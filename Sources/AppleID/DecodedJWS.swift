@@ -5,7 +5,7 @@ import Synchronization
 /// A compact JWS split and decoded, before anything about it is trusted.
 ///
 /// The token is cut into its parts on bytes and each part is base64url-decoded once. Its payload is JSON-decoded once:
-/// ``decode(_:as:)`` reads the envelope the checks need and the caller's claims from that one pass. Apple signs
+/// ``decode(_:as:)`` decodes the caller's claims and makes the envelope the checks read from them. Apple signs
 /// every token of a key with the same header, so decoded headers are kept (a few, by their exact bytes) instead of
 /// being decoded again. jwt-kit's parser decodes the header and payload with a new decoder on each call and hands back
 /// only the type it was asked for, which made the claims a second decode and, in a `perf` profile, left JSON decoding at
@@ -49,17 +49,22 @@ struct DecodedJWS: Sendable {
         self.payload = parts.payload
     }
 
-    /// Step (a) and the claims as `Value`, from one decode of the payload.
+    /// Step (a) and the claims as `Value`, from one decode of the payload: the envelope the checks read is made from the
+    /// claims, which hold all of it.
     /// - Throws: `identity_token_malformed`, naming the claim at fault when the payload is a JSON object.
-    static func decode<Value: Codable & Sendable>(_ token: String, as _: Value.Type) throws(AppleIDError) -> (DecodedJWS, Value) {
+    static func decode<Value: EnvelopeClaims>(_ token: String, as _: Value.Type) throws(AppleIDError) -> (DecodedJWS, Value) {
         let parts = try Parts(token)
-        let both: EnvelopeAndClaims<Value>
+        let decoded: DecodedPayload<Value>
         do {
-            both = try JSONDecoder().decode(EnvelopeAndClaims<Value>.self, from: parts.payload)
+            decoded = try JSONDecoder().decode(DecodedPayload<Value>.self, from: parts.payload)
         } catch {
             throw unreadable
         }
-        return (DecodedJWS(token: token, parts: parts, envelope: both.envelope), try both.claims.claims())
+        if case .failure(.typeMismatch(_, let context)) = decoded.result, context.codingPath.isEmpty {
+            throw unreadable
+        }
+        let claims = try decoded.claims()
+        return (DecodedJWS(token: token, parts: parts, envelope: claims.envelope), claims)
     }
 
     /// The payload decoded as `Value` (``AppleIdentityClaims`` or ``AppleNotification``).
@@ -76,17 +81,6 @@ struct DecodedJWS: Sendable {
 
     private static var unreadable: AppleIDError {
         .malformed("the token's parts are not base64url, or its header or payload is not a JSON object")
-    }
-
-    /// The envelope and the claims from one decoder: the payload's JSON is scanned once.
-    private struct EnvelopeAndClaims<Value: Codable & Sendable>: Decodable {
-        let envelope: TokenEnvelope
-        let claims: DecodedPayload<Value>
-
-        init(from decoder: any Decoder) throws {
-            envelope = try TokenEnvelope(from: decoder)
-            claims = try DecodedPayload<Value>(from: decoder)
-        }
     }
 
     /// The three parts, base64url-decoded, the header also JSON-decoded.

@@ -26,6 +26,17 @@ struct TokenEnvelope: JWTPayload {
     }
 
     /// Reads what it can; only a payload that is not a JSON object fails.
+    /// An envelope of known claims (from claims already decoded strictly).
+    init(iss: String, aud: String, exp: Date, iat: Date, nonce: String?, jti: String?, hasEvents: Bool) {
+        self.iss = iss
+        self.aud = [aud]
+        self.exp = exp
+        self.iat = iat
+        self.nonce = nonce
+        self.jti = jti
+        self.hasEvents = hasEvents
+    }
+
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         iss = try? container.decodeIfPresent(String.self, forKey: .iss)
@@ -54,4 +65,22 @@ struct TokenEnvelope: JWTPayload {
 
     /// Deliberately nothing: every claim is checked by ``AppleTokenVerifier`` against the injected clock.
     func verify(using algorithm: some JWTAlgorithm) async throws {}
+}
+
+/// Claims that hold everything the checks read, so that one decode of the payload gives both.
+protocol EnvelopeClaims: Codable, Sendable {
+    /// The checks' view of these claims.
+    var envelope: TokenEnvelope { get }
+}
+
+extension AppleIdentityClaims: EnvelopeClaims {
+    var envelope: TokenEnvelope {
+        TokenEnvelope(iss: iss, aud: aud, exp: exp, iat: iat, nonce: nonce, jti: nil, hasEvents: false)
+    }
+}
+
+extension AppleNotification: EnvelopeClaims {
+    var envelope: TokenEnvelope {
+        TokenEnvelope(iss: iss, aud: aud, exp: exp, iat: iat, nonce: nil, jti: jti, hasEvents: true)
+    }
 }
