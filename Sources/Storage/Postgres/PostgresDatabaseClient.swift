@@ -1,10 +1,14 @@
 import Accounts
+import AppleID
 import Foundation
 public import Logging
+import NIOCore
+import NIOPosix
 import NIOSSL
 import PostgresKit
 import PostgresNIO
 public import SQLKit
+import Synchronization
 import _ConnectionPoolModule
 
 /// PostgreSQL for several replicas: a pooled `PostgresClient` whose background run task this client owns.
@@ -113,22 +117,27 @@ public final class PostgresDatabaseClient: DatabaseClient {
 
     /// Runs `work` within the deadline, mapping connection failures to ``Accounts/StoreError/unavailable(_:)``.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        // The work runs in a task of its own that a timer on an event loop cancels at the deadline (a waiting lease
+        // and a running query both end on cancellation), so the caller's task is never cancelled and can still answer.
+        // A task group racing the work against `Task.sleep` did the same at several times the cost: two child tasks
+        // per statement, and a dispatch timer left pending for the whole deadline after every one.
+        let expired = Atomic<Bool>(false)
+        let task = Task { try await work() }
+        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: (deadline * 2).timeAmount) {
+            expired.store(true, ordering: .relaxed)
+            task.cancel()
+        }
+        defer { timer.cancel() }
         do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await work() }
-                group.addTask {
-                    try await Task.sleep(for: self.deadline * 2)
-                    return nil
-                }
-                guard let first = try await group.next(), let result = first else {
-                    group.cancelAll()
-                    throw StoreError.unavailable("PostgreSQL did not answer in time")
-                }
-                group.cancelAll()
-                return result
+            return try await withTaskCancellationHandler {
+                try await task.value
+            } onCancel: {
+                task.cancel()
             }
         } catch let error as StoreError {
             throw error
+        } catch  where expired.load(ordering: .relaxed) {
+            throw StoreError.unavailable("PostgreSQL did not answer in time")
         } catch let error as PSQLError {
             if Self.isUnavailability(error) {
                 throw StoreError.unavailable("PostgreSQL: \(error.code)")
