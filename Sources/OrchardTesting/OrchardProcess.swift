@@ -31,17 +31,7 @@ public struct OrchardProcess: Sendable {
         standardInput: String? = nil,
         timeout: TimeInterval = 60
     ) async throws -> Result {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                do {
-                    continuation.resume(
-                        returning: try run(arguments, environment: environment, standardInput: standardInput, timeout: timeout)
-                    )
-                } catch {
-                    continuation.resume(throwing: error)
-                }
-            }
-        }
+        try await offThePool { try run(arguments, environment: environment, standardInput: standardInput, timeout: timeout) }
     }
 
     /// Runs `orchard ARGUMENTS` and waits for it (at most `timeout` seconds, then it is killed).

@@ -75,7 +75,7 @@ struct DedicatedCluster {
 struct DatabaseOutageTests {
     @Test("while the database is down: 503 storage_unavailable and readiness 503, never a 500; both recover, nothing lost")
     func outageUnderLoad() async throws {
-        let cluster = try DedicatedCluster.start()
+        let cluster = try await offThePool { try DedicatedCluster.start() }
         let setup = try await ServeProcessTests.Setup.start()
         var environment = setup.environment
         environment["ORCHARD_DATABASE_URL"] = cluster.url
@@ -101,7 +101,7 @@ struct DatabaseOutageTests {
                 }
             }
             try await Task.sleep(for: .seconds(1))
-            cluster.stop()
+            try await offThePool { cluster.stop() }
             let sawOutage = await eventually(timeout: 30) {
                 (try? await client.request(.GET, "/health/ready"))?.status == 503
             }
@@ -117,7 +117,7 @@ struct DatabaseOutageTests {
             #expect(unstored.status == 503)
             #expect(unstored.code == "storage_unavailable")
             #expect(try await client.request(.DELETE, "/v1/account", bearer: token).code == "storage_unavailable")
-            cluster.start()
+            try await offThePool { cluster.start() }
             let recovered = await eventually(timeout: 60) {
                 (try? await client.request(.GET, "/health/ready"))?.status == 200
             }
@@ -144,10 +144,10 @@ struct DatabaseOutageTests {
         } catch {
             await serve.kill()
             await setup.stop()
-            cluster.remove()
+            try? await offThePool { cluster.remove() }
             throw error
         }
         await setup.stop()
-        cluster.remove()
+        try await offThePool { cluster.remove() }
     }
 }
