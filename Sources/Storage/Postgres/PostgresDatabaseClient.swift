@@ -87,9 +87,9 @@ public final class PostgresDatabaseClient: DatabaseClient {
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         // `bounded` waits for its task before returning, so `body` does not really escape.
         try await withoutActuallyEscaping(body) { body in
-            try await bounded { watch in
+            try await bounded {
                 try await self.client.withConnection { connection in
-                    try await watch.using(connection) { try await body(connection.sql(queryLogLevel: nil)) }
+                    try await body(connection.sql(queryLogLevel: nil))
                 }
             }
         }
@@ -98,9 +98,9 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// Runs `body` in one transaction on one pooled connection.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await withoutActuallyEscaping(body) { body in
-            try await bounded { watch in
+            try await bounded {
                 try await self.client.withConnection { connection in
-                    try await watch.using(connection) { try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body) }
+                    try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body)
                 }
             }
         }
@@ -116,16 +116,15 @@ public final class PostgresDatabaseClient: DatabaseClient {
     }
 
     /// Runs `work` within the deadline, mapping connection failures to ``Accounts/StoreError/unavailable(_:)``.
-    private func bounded<T: Sendable>(_ work: @escaping @Sendable (DeadlineWatch) async throws -> T) async throws -> T {
-        // The work runs in a task of its own. At the deadline a timer on an event loop cancels it, which ends a wait
-        // for a connection, and closes the connection it is using, which ends a query PostgreSQL does not answer
-        // (PostgresNIO cannot cancel a running query). The caller's task is never cancelled, so it can still answer.
-        // A task group racing the work against `Task.sleep` cost several times more (two child tasks per statement,
-        // and a dispatch timer left pending for the whole deadline after each) and never ended a hung query.
-        let watch = DeadlineWatch()
-        let task = Task { try await work(watch) }
+    private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        // The work runs in a task of its own that a timer on an event loop cancels at the deadline (a waiting lease
+        // and a running query both end on cancellation), so the caller's task is never cancelled and can still answer.
+        // A task group racing the work against `Task.sleep` did the same at several times the cost: two child tasks
+        // per statement, and a dispatch timer left pending for the whole deadline after every one.
+        let expired = Atomic<Bool>(false)
+        let task = Task { try await work() }
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: (deadline * 2).timeAmount) {
-            watch.expire()
+            expired.store(true, ordering: .relaxed)
             task.cancel()
         }
         defer { timer.cancel() }
@@ -137,7 +136,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
             }
         } catch let error as StoreError {
             throw error
-        } catch  where watch.hasExpired {
+        } catch  where expired.load(ordering: .relaxed) {
             throw StoreError.unavailable("PostgreSQL did not answer in time")
         } catch let error as PSQLError {
             if Self.isUnavailability(error) {
@@ -160,32 +159,5 @@ public final class PostgresDatabaseClient: DatabaseClient {
         default:
             return true
         }
-    }
-}
-
-/// The connection an operation is using and whether its deadline passed: at the deadline, the connection is closed.
-private final class DeadlineWatch: Sendable {
-    private let state = Mutex<(expired: Bool, connection: PostgresConnection?)>((false, nil))
-
-    var hasExpired: Bool { state.withLock { $0.expired } }
-
-    /// Runs `body` with `connection` closed should the deadline pass meanwhile (or have passed already).
-    func using<T>(_ connection: PostgresConnection, _ body: () async throws -> T) async throws -> T {
-        let expired = state.withLock { state in
-            state.connection = connection
-            return state.expired
-        }
-        if expired { connection.close().whenComplete { _ in } }
-        defer { state.withLock { $0.connection = nil } }
-        return try await body()
-    }
-
-    /// The deadline passed: closes the connection in use, if any.
-    func expire() {
-        let connection = state.withLock { state in
-            state.expired = true
-            return state.connection
-        }
-        connection?.close().whenComplete { _ in }
     }
 }
