@@ -25,10 +25,9 @@ extension Accounts {
         let now = clock.now()
         let inserted: Bool
         do {
-            var object: [String: Any] = ["type": event.type.rawValue, "sub": event.sub.value, "event_time": event.eventTimeMilliseconds]
-            if let email = event.email { object["email"] = email.value }
-            if let isPrivate = event.isPrivateEmail { object["is_private_email"] = isPrivate }
-            let json = String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
+            // The event in Apple's shape, as the processing decodes it. JSONEncoder, not JSONSerialization on a
+            // dictionary: that bridged to NSDictionary and showed at several percent of ingest in a `perf` profile.
+            let json = String(decoding: try Self.eventEncoder.encode(event), as: UTF8.self)
             let entry = InboxEntry(
                 jti: notification.jti,
                 receivedAt: now,
@@ -84,4 +83,11 @@ extension Accounts {
 
     /// The sealing context of a stored notification event.
     static func notificationContext(_ jti: String) -> String { "notification:\(jti):event" }
+
+    /// The inbox's event JSON: Apple's shape, keys sorted.
+    static let eventEncoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
+    }()
 }
