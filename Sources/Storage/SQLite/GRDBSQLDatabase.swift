@@ -96,19 +96,21 @@ struct GRDBSQLDatabase: SQLDatabase {
     }
 
     private static func arguments(_ binds: [any Encodable & Sendable]) throws -> StatementArguments {
-        var values: [DatabaseValue] = []
+        // Existentials, not `[DatabaseValue]`: GRDB maps a typed sequence through a key path made anew on each call,
+        // which showed at 1.5 % of the server's CPU under notification ingest in a `perf` profile.
+        var values: [(any DatabaseValueConvertible)?] = []
         values.reserveCapacity(binds.count)
         for bind in binds {
             // The types Orchard binds, without the dynamic cast `DatabaseValue(value:)` makes (it showed in profiles).
             switch bind {
             case let text as String:
-                values.append(text.databaseValue)
+                values.append(text)
                 continue
             case let number as Int:
-                values.append(number.databaseValue)
+                values.append(number)
                 continue
             case let number as Int64:
-                values.append(number.databaseValue)
+                values.append(number)
                 continue
             default:
                 break
