@@ -9,8 +9,8 @@ public import Foundation
 /// verification in a `perf` profile.
 public enum Base64URL {
     /// `bytes` as base64url text without padding.
-    public static func encode(_ bytes: some Collection<UInt8>) -> String {
-        Base64.encodeToString(bytes: bytes, options: [.base64UrlAlphabet, .omitPaddingCharacter])
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        Base64.encodeToString(bytes: Array(bytes), options: [.base64UrlAlphabet, .omitPaddingCharacter])
     }
 
     /// The bytes of base64url `text` (padding optional), or `nil` when it is not base64url.

@@ -27,7 +27,7 @@ extension Accounts {
         do {
             // The event in Apple's shape, as the processing decodes it. JSONEncoder, not JSONSerialization on a
             // dictionary: that bridged to NSDictionary and showed at several percent of ingest in a `perf` profile.
-            let json = String(decoding: try Self.eventEncoder.encode(event), as: UTF8.self)
+            let json = String(decoding: try WebhookEvent.encoder.encode(event), as: UTF8.self)
             let entry = InboxEntry(
                 jti: notification.jti,
                 receivedAt: now,
@@ -83,11 +83,4 @@ extension Accounts {
 
     /// The sealing context of a stored notification event.
     static func notificationContext(_ jti: String) -> String { "notification:\(jti):event" }
-
-    /// The inbox's event JSON: Apple's shape, keys sorted.
-    static let eventEncoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        return encoder
-    }()
 }

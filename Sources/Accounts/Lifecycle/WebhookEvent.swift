@@ -43,7 +43,9 @@ public struct WebhookEvent: Sendable, Equatable {
         return String(decoding: data, as: UTF8.self)
     }
 
-    private static let encoder: JSONEncoder = {
+    /// The one encoder of the JSON Accounts stores or sends (webhook bodies, the inbox's events): keys sorted, slashes
+    /// left as they are.
+    static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
