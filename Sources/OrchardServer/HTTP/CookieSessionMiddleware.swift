@@ -33,7 +33,7 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
     }
 
     /// Handles one request.
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         guard let credential = request.sessionToken, credential.viaCookie else {
             return try await next(request, context)
         }

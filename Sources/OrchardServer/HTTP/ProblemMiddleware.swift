@@ -14,7 +14,7 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     }
 
     /// Handles one request.
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > OrchardProblem.maxBodySize {
             return try OrchardProblem.payloadTooLarge.response(from: request, context: context)
         }

@@ -30,7 +30,7 @@ public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
     }
 
     /// Handles one request.
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         var path = Substring(request.uri.path)
         while path.count > 1 && path.hasSuffix("/") { path.removeLast() }
         guard Self.limitedRoutes.contains("\(request.method.rawValue) \(path)") else {
