@@ -84,6 +84,17 @@ public final class ServeProcess: @unchecked Sendable {
     /// Whether the process has exited.
     public var hasExited: Bool { !process.isRunning }
 
+    /// The CPU time the process has used so far (user and system, from `/proc/PID/stat`), or `nil` once it has exited.
+    public var cpuSeconds: Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        // After "pid (comm)": state is field 3, utime and stime are fields 14 and 15 (in clock ticks).
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     private func waitForExit() async {
         let process = self.process
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

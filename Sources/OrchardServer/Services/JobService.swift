@@ -70,18 +70,27 @@ public struct JobService: Service {
                         await drain(handler, logger: passLogger)
                         continue
                     }
-                    // Overlapping passes: start one unless the limit runs; each that ends signals, so due work that
-                    // arrived while all were busy is claimed then.
-                    let started = inFlight.count.withLock { count in
-                        guard count < handler.passesInFlight else { return false }
-                        count += 1
+                    // Overlapping passes: start one unless the limit runs. A signal that found every pass busy is
+                    // remembered, and the first pass to end then signals, so due work that arrived meanwhile is
+                    // claimed. (A pass that always signalled at its end would start the next one at once, forever:
+                    // an idle server claiming nothing in a tight loop.)
+                    let started = inFlight.state.withLock { state in
+                        guard state.running < handler.passesInFlight else {
+                            state.missed = true
+                            return false
+                        }
+                        state.running += 1
                         return true
                     }
                     guard started else { continue }
                     passes.addTask {
                         await drain(handler, logger: passLogger)
-                        inFlight.count.withLock { $0 -= 1 }
-                        signal.yield()
+                        let missed = inFlight.state.withLock { state in
+                            state.running -= 1
+                            defer { state.missed = false }
+                            return state.missed
+                        }
+                        if missed { signal.yield() }
                     }
                 }
                 feeders.cancelAll()
@@ -90,7 +99,11 @@ public struct JobService: Service {
     }
 }
 
-/// How many passes of one kind run at once.
+/// How many passes of one kind run at once, and whether a signal came while all of them were busy.
 private final class PassCount: Sendable {
-    let count = Mutex(0)
+    struct State {
+        var running = 0
+        var missed = false
+    }
+    let state = Mutex(State())
 }
