@@ -22,6 +22,20 @@ struct GRDBSQLRow: SQLRow {
 
     func decode<D: Decodable>(column: String, as type: D.Type) throws -> D {
         let value = try value(column)
+        // The types Orchard reads, without the two dynamic casts of the general path below (a conformance lookup and a
+        // cast back to `D`), which showed in the session check's profile. Each case checks that `D` is that very type.
+        switch value.storage {
+        case .string(let text) where D.self == String.self:
+            return unsafeBitCast(text, to: D.self)
+        case .int64(let number) where D.self == Int64.self:
+            return unsafeBitCast(number, to: D.self)
+        case .int64(let number) where D.self == Int.self:
+            return unsafeBitCast(Int(number), to: D.self)
+        case .int64(let number) where D.self == Bool.self:
+            return unsafeBitCast(number != 0, to: D.self)
+        default:
+            break
+        }
         guard let convertible = D.self as? any DatabaseValueConvertible.Type,
             let decoded = convertible.fromDatabaseValue(value) as? D
         else {
