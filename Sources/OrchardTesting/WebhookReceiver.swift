@@ -44,6 +44,12 @@ public final class WebhookReceiver: Sendable {
 
     private init() {}
 
+    /// A webhook secret in the `whsec_` form Orchard's configuration takes: the prefix, then the standard base64 of
+    /// `seed`'s UTF-8 bytes. A distinct seed per test keeps one test's signatures from verifying under another's.
+    public static func secret(seed: String) -> String {
+        "whsec_" + Data(seed.utf8).base64EncodedString()
+    }
+
     /// Starts a receiver on a free loopback port.
     public static func start() async throws -> WebhookReceiver {
         let receiver = WebhookReceiver()

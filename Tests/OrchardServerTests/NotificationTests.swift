@@ -10,7 +10,7 @@ import Testing
 
 @Suite("Apple's server-to-server notifications through the HTTP API")
 struct NotificationTests {
-    static let secret = "whsec_" + Data("orchard-test-webhook-secret-0123".utf8).base64EncodedString()
+    static let secret = WebhookReceiver.secret(seed: "orchard-test-webhook-secret-0123")
 
     /// Runs a harness with a webhook receiver and the given consent-revoked policy.
     static func withHarness(

@@ -26,7 +26,7 @@ struct ReplicaTests {
             var environment = setup.environment
             environment["ORCHARD_DATABASE_URL"] = url
             environment["ORCHARD_WEBHOOK_URLS"] = receiver.url
-            environment["ORCHARD_WEBHOOK_SECRET"] = "whsec_" + Data("replica-webhook-secret-0123456789".utf8).base64EncodedString()
+            environment["ORCHARD_WEBHOOK_SECRET"] = WebhookReceiver.secret(seed: "replica-webhook-secret-0123456789")
             environment.merge(extra) { $1 }
             var replicas: [ServeProcess] = []
             for _ in 0..<2 {

@@ -12,7 +12,7 @@ extension ServeProcessTests {
         // transactions a second). Nothing listens at the URL: nothing is ever queued for it in this test.
         var environment = setup.environment
         environment["ORCHARD_WEBHOOK_URLS"] = "http://127.0.0.1:9/hooks"
-        environment["ORCHARD_WEBHOOK_SECRET"] = "whsec_" + Data("idle-webhook-secret-0123456789ab".utf8).base64EncodedString()
+        environment["ORCHARD_WEBHOOK_SECRET"] = WebhookReceiver.secret(seed: "idle-webhook-secret-0123456789ab")
         let serve = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
         defer { Task { await serve.kill() } }
         let before = try #require(serve.cpuSeconds)

@@ -58,7 +58,7 @@ struct TransferTests {
                 "APPLE_CLIENT_IDS": app, "APPLE_BASE_URL": running.baseURL, "ORCHARD_VAULT_KEYS": vaultKey(),
                 "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("b.sqlite"))", "ORCHARD_LOG_LEVEL": "info",
                 "ORCHARD_WEBHOOK_URLS": receiver.url,
-                "ORCHARD_WEBHOOK_SECRET": "whsec_" + Data("transfer-webhook-secret-0123456789".utf8).base64EncodedString(),
+                "ORCHARD_WEBHOOK_SECRET": WebhookReceiver.secret(seed: "transfer-webhook-secret-0123456789"),
             ]
             if let databaseB, case .postgres(let url) = databaseB.url { sideB["ORCHARD_DATABASE_URL"] = url }
             return Installations(
