@@ -18,7 +18,8 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
             Needs APPLE_TEAM_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE, APPLE_CLIENT_IDS and ORCHARD_VAULT_KEYS. \
             Migrates the database at start. On SIGTERM or SIGINT it stops accepting and claiming, lets open requests \
-            and claimed jobs finish for up to ORCHARD_SHUTDOWN_GRACE seconds (default 10), then exits 0. \
+            and claimed jobs finish for up to ORCHARD_SHUTDOWN_GRACE seconds (default 10), then exits 0: at most 5 seconds \
+            later even when some work cannot be cancelled (a query to a database that stopped answering). \
             With OTEL_EXPORTER_OTLP_ENDPOINT set, it exports traces (a span per request, per call to Apple, per job) \
             over OTLP/HTTP, configured by the OpenTelemetry environment variables, and logs carry trace_id and span_id.
             """
@@ -69,13 +70,22 @@ struct ServeCommand: AsyncParsableCommand {
                 .init(service: built.application),
             ]
             if let tracing { services.insert(.init(service: tracing), at: 0) }
+            // Last, so that a signal reaches it first (the group shuts its services down in reverse order).
+            services.append(
+                .init(
+                    service: ShutdownDeadline(grace: configuration.shutdownGrace, logger: logger),
+                    successTerminationBehavior: .ignore
+                )
+            )
             var group = ServiceGroupConfiguration(
                 services: services,
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
             group.maximumGracefulShutdownDuration = configuration.shutdownGrace
-            group.maximumCancellationDuration = .seconds(5)
+            // A backstop for a group that ends without a signal (a service failed); after a signal, ShutdownDeadline
+            // exits first, with the status the contract gives.
+            group.maximumCancellationDuration = ShutdownDeadline.cancellation * 2
             try await ServiceGroup(configuration: group).run()
         } catch let error as ConfigurationError {
             try? await httpClient.shutdown()

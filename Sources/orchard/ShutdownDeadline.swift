@@ -1,0 +1,37 @@
+import Dispatch
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Ends `serve` when its graceful shutdown cannot. It is told of a SIGTERM or SIGINT before every other service and
+/// gives the rest ORCHARD_SHUTDOWN_GRACE plus ``cancellation`` to finish; past that it logs an error and exits 0, as the
+/// contract's shutdown says. Without it, a task that ignores cancellation kept serve from exiting: a query sent to a
+/// PostgreSQL server that stopped answering, which PostgresNIO cannot take back, held serve until `ServiceGroup`'s own
+/// limit crashed it.
+struct ShutdownDeadline: Service {
+    /// How long after the grace the cancelled tasks and the database's closing may take.
+    static let cancellation = Duration.seconds(5)
+
+    let grace: Duration
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await gracefulShutdown()
+        } catch {
+            return  // Cancelled: the group ends for another reason, and its own limit applies.
+        }
+        let logger = self.logger
+        let limit = grace + Self.cancellation
+        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
+        // A dispatch timer, not a task: it must fire even when the tasks that hold serve up hold its executors too.
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+            logger.error(
+                "shutdown did not finish in time: exiting with work left (a database that stopped answering?)",
+                metadata: ["shutdown.limit_seconds": "\(limit.components.seconds)"]
+            )
+            fflush(nil)
+            _exit(0)
+        }
+    }
+}
