@@ -1,0 +1,84 @@
+import AppleIDEmulator
+import Foundation
+import NIOHTTP1
+import OrchardTesting
+import Storage
+import Testing
+
+/// serve on a fresh PostgreSQL database that it reaches through a proxy that can stop answering: queries already sent
+/// then never return, and PostgresNIO cannot take them back. (A real cluster, shared by the whole run, cannot be made
+/// to hang for one test; DatabaseOutageTests stops a cluster of its own, which closes the connections instead.)
+@Suite("PostgreSQL that stops answering", .enabled(if: TestDatabase.selectedBackend == .postgres, "needs the PostgreSQL pass"))
+struct HungDatabaseTests {
+    struct Stage {
+        let setup: ServeProcessTests.Setup
+        let database: TestDatabase
+        let proxy: StallingTCPProxy
+        let serve: ServeProcess
+
+        static func start(grace: Int) async throws -> Stage {
+            let setup = try await ServeProcessTests.Setup.start()
+            let database = try await TestDatabase.make(.postgres)
+            guard case .postgres(let url) = database.url else { throw CancellationError() }
+            var components = try #require(URLComponents(string: url))
+            let proxy = try await StallingTCPProxy.start(to: try #require(components.host), port: try #require(components.port))
+            components.port = proxy.port
+            var environment = setup.environment
+            environment["ORCHARD_DATABASE_URL"] = components.string
+            environment["ORCHARD_SHUTDOWN_GRACE"] = "\(grace)"
+            let serve = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
+            return Stage(setup: setup, database: database, proxy: proxy, serve: serve)
+        }
+
+        var client: OrchardClient { setup.client(serve) }
+
+        func stop() async {
+            await serve.kill()
+            await proxy.stop()
+            await database.remove()
+            await setup.stop()
+        }
+    }
+
+    @Test("a session check while PostgreSQL has stopped answering: 503 storage_unavailable at the deadline, not held for good")
+    func requestAnswered() async throws {
+        let stage = try await Stage.start(grace: 10)
+        defer { Task { await stage.stop() } }
+        let signIn = try await stage.client.signIn(stage.setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        #expect(try await stage.client.request(.GET, "/v1/session", bearer: token).status == 200)
+
+        stage.proxy.stall()
+        let started = ContinuousClock.now
+        let during = try await stage.client.request(.GET, "/v1/session", bearer: token)
+        let took = ContinuousClock.now - started
+        // Before, the read waited on its connection for good (the client gave up after its own 60 s).
+        #expect(during.status == 503)
+        #expect(during.code == "storage_unavailable")
+        #expect(stage.proxy.heldBytes > 0, "the read never reached the stalled database")
+        // The store's deadline is 10 s; the margin is for a loaded machine.
+        #expect(took < .seconds(30), "answered after \(took)")
+    }
+
+    @Test("SIGTERM while PostgreSQL has stopped answering: serve exits 0 soon after ORCHARD_SHUTDOWN_GRACE, saying why")
+    func shutdown() async throws {
+        let stage = try await Stage.start(grace: 1)
+        defer { Task { await stage.stop() } }
+        stage.proxy.stall()
+        // A session check in flight: its read goes to the database and waits there (the job loops' claims do too).
+        let client = stage.client
+        let hung = Task { try? await client.request(.GET, "/v1/session", bearer: "a-token-nobody-was-given") }
+        defer { hung.cancel() }
+        #expect(await eventually(timeout: 30) { stage.proxy.heldBytes > 0 }, "no query reached the stalled database")
+
+        let started = ContinuousClock.now
+        let status = await stage.serve.terminate()
+        let took = ContinuousClock.now - started
+        // Before, ServiceGroup's cancellation limit ended serve with a crash (SIGILL and a backtrace) instead.
+        #expect(status == 0, "\(stage.serve.logText)")
+        #expect(!stage.serve.logText.contains("Fatal error"), "\(stage.serve.logText)")
+        #expect(stage.serve.logText.contains("shutdown did not finish in time"), "\(stage.serve.logText)")
+        // The grace (1 s) and the 5 s given to cancelled work, with a wide margin for a loaded machine.
+        #expect(took < .seconds(20), "shutdown took \(took)")
+    }
+}
