@@ -42,8 +42,9 @@ public func buildApplication(
             TracingMiddleware(redactingQueryParameters: ["code", "id_token", "state", "user", "nonce", "token", "error"])
         )
     }
+    // Outside the problem middleware, so that each request is counted under the status it was answered with.
+    router.middlewares.add(RequestMetricsMiddleware(factory: dependencies.metrics))
     router.middlewares.add(ProblemMiddleware(routes: routes))
-    router.middlewares.add(MetricsMiddleware())
     if configuration.rateLimitPerMinute > 0 {
         router.middlewares.add(
             RateLimitMiddleware(

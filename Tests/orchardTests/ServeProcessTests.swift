@@ -246,8 +246,21 @@ struct ServeProcessTests {
         #expect(metrics.contains("orchard_sign_ins_total"))
         #expect(metrics.contains("orchard_apple_request_duration_seconds"))
         #expect(metrics.contains("orchard_apple_base_url_overridden 1"))
-        // Hummingbird's request metrics, through the process-wide factory serve bootstraps.
+        // The request metrics under Hummingbird's names, which the shipped alerts and dashboard read.
         #expect(metrics.contains(#"hb_requests{http_route="/v1/auth/apple",http_request_method="POST",http_response_status_code="200"} 1"#))
+        #expect(
+            metrics.contains(
+                #"http_server_request_duration_count{http_route="/v1/auth/apple",http_request_method="POST",http_response_status_code="200"} 1"#
+            )
+        )
+        #expect(metrics.contains(#"http_server_active_requests{http_request_method="GET"} 1"#), "the /metrics request itself")
+        let unknown = try await client.request(.GET, "/v1/session", bearer: "a-token-nobody-was-given")
+        #expect(unknown.status == 401)
+        let errors = String(decoding: try await client.request(.GET, "/metrics").body, as: UTF8.self)
+        // Counted under the status it was answered with (Hummingbird's middleware counted Orchard's errors as 500s).
+        #expect(errors.contains(#"hb_requests{http_route="/v1/session",http_request_method="GET",http_response_status_code="401"} 1"#))
+        #expect(errors.contains(#"hb_request_errors{http_route="/v1/session",http_request_method="GET",error_type="401"} 1"#))
+        #expect(!errors.contains(#"http_response_status_code="500"} 1"#), "\(errors)")
         #expect(serve.logText.contains("APPLE_BASE_URL is not Apple's"))
         for secret in [user.sub, user.email ?? "-", token] {
             #expect(!serve.logText.contains(secret), "a secret reached the log")
