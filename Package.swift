@@ -95,6 +95,8 @@ let package = Package(
                 "Accounts",
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                // GRDB's own SQLite module: the reader steps GRDB's cached statements through the SQLite API.
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "PostgresKit", package: "postgres-kit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "_ConnectionPoolModule", package: "postgres-nio"),

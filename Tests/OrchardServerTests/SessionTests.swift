@@ -18,7 +18,16 @@ struct SessionTests {
             let shown = try await h.request(.GET, "/v1/session", bearer: token)
             #expect(shown.status == 200)
             #expect((shown.json["account"] as? [String: Any])?["apple_sub"] as? String == user.sub)
-            #expect((shown.json["session"] as? [String: Any])?["expires_at"] is String)
+            // The session check writes its dates itself; they read as every other answer's, which the encoder's
+            // date strategy writes (the sign-in's expires_at is the same instant).
+            let shownSession = try #require(shown.json["session"] as? [String: Any])
+            let signedInSession = try #require(signIn.json["session"] as? [String: Any])
+            let expiresAt = try #require(shownSession["expires_at"] as? String)
+            #expect(expiresAt == signedInSession["expires_at"] as? String)
+            #expect(expiresAt.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/) != nil, "\(expiresAt)")
+            let account = try #require(shown.json["account"] as? [String: Any])
+            #expect((account["created_at"] as? String)?.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/) != nil)
+            #expect(account["created_at"] as? String == (signIn.json["account"] as? [String: Any])?["created_at"] as? String)
 
             h.emulator.clearCalls()
             let signOut = try await h.request(.DELETE, "/v1/session", bearer: token)

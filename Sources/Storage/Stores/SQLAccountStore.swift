@@ -166,7 +166,7 @@ public struct SQLAccountStore: AccountStore {
     /// The session with this token hash, and its account unless that was deleted: one read over both primary keys.
     public func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)? {
         try await database.withDatabase { db in
-            let row = try await db.raw(
+            let row = try await db.firstRow(
                 """
                 SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
                     s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
@@ -174,7 +174,7 @@ public struct SQLAccountStore: AccountStore {
                 FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
                 WHERE s.token_hash = \(bind: tokenHash)
                 """
-            ).first()
+            )
             return try row.map { row in
                 (try Self.session(from: row), try row.decodeNil(column: "id") ? nil : try Self.account(from: row))
             }
@@ -185,7 +185,7 @@ public struct SQLAccountStore: AccountStore {
     /// its account, without Apple's sealed tokens.
     public func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)? {
         try await database.withDatabase { db in
-            let row = try await db.raw(
+            let row = try await db.firstRow(
                 """
                 SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
                     s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
@@ -197,7 +197,7 @@ public struct SQLAccountStore: AccountStore {
                 FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
                 WHERE s.token_hash = \(bind: tokenHash)
                 """
-            ).first()
+            )
             return try row.map { row in
                 let view = try row.decodeNil(column: "id") ? nil : try Self.sealedView(from: row)
                 return (try Self.session(from: row), view)
