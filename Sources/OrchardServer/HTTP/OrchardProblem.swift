@@ -118,18 +118,34 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         }
     }
 
-    /// One member of the body: every member is a string but `status`.
-    private enum Member: Encodable {
-        case text(String)
-        case number(Int)
+    /// The body: RFC 9457's members, Orchard's `code`, and the problem's extra members (strings). One keyed container
+    /// rather than a dictionary of values: JSONEncoder wraps each dictionary value generically, and the dictionary form
+    /// cost a refused sign-in about 5 µs of the answer's encoding under load.
+    private struct Body: Encodable {
+        let problem: OrchardProblem
+
+        struct Key: CodingKey {
+            let stringValue: String
+            var intValue: Int? { nil }
+            init(_ name: String) { stringValue = name }
+            init?(stringValue: String) { self.stringValue = stringValue }
+            init?(intValue: Int) { nil }
+        }
 
         func encode(to encoder: any Encoder) throws {
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .text(let text): try container.encode(text)
-            case .number(let number): try container.encode(number)
+            var container = encoder.container(keyedBy: Key.self)
+            for (name, value) in problem.extra where !Self.fixed.contains(name) {
+                try container.encode(value, forKey: Key(name))
             }
+            try container.encode("urn:orchard:error:\(problem.code)", forKey: Key("type"))
+            try container.encode(problem.title, forKey: Key("title"))
+            try container.encode(problem.detail, forKey: Key("detail"))
+            try container.encode(problem.code, forKey: Key("code"))
+            try container.encode(Int(problem.status.code), forKey: Key("status"))
         }
+
+        /// The members the problem itself sets, which an extra member of the same name does not replace.
+        static let fixed: Set<String> = ["type", "title", "detail", "code", "status"]
     }
 
     /// Encodes problem bodies (keys sorted). Foundation's `JSONSerialization` took a fifth of the CPU of an answered
@@ -142,13 +158,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
 
     /// The `application/problem+json` response.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        var body = extra.mapValues(Member.text)
-        body["type"] = .text("urn:orchard:error:\(code)")
-        body["title"] = .text(title)
-        body["detail"] = .text(detail)
-        body["code"] = .text(code)
-        body["status"] = .number(Int(status.code))
-        let data = try Self.encoder.encode(body)
+        let data = try Self.encoder.encode(Body(problem: self))
         var fields = headers
         fields[.contentType] = "application/problem+json"
         fields[.cacheControl] = "no-store"
