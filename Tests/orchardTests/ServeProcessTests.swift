@@ -84,7 +84,7 @@ struct ServeProcessTests {
         try await Task.sleep(for: .seconds(1.5))
         #expect(setup.emulator.calls(to: .revoke).filter { $0.status == 200 }.count == 1)
         #expect(await second.terminate() == 0)
-        let pending = try OrchardProcess.run(["accounts", "revocations"], environment: setup.environment)
+        let pending = try await OrchardProcess.runInBackground(["accounts", "revocations"], environment: setup.environment)
         #expect(pending.standardOutput.contains("(none pending)"), "\(pending.standardOutput)\(pending.standardError)")
     }
 
@@ -119,7 +119,7 @@ struct ServeProcessTests {
         let revokes = setup.emulator.calls(to: .revoke)
         #expect(revokes.count == 2)
         #expect(revokes.last?.status == 200)
-        let pending = try OrchardProcess.run(["accounts", "revocations"], environment: setup.environment)
+        let pending = try await OrchardProcess.runInBackground(["accounts", "revocations"], environment: setup.environment)
         #expect(pending.standardOutput.contains("(none pending)"), "\(pending.standardOutput)\(pending.standardError)")
 
         setup.emulator.setLatency(.zero)
@@ -147,7 +147,7 @@ struct ServeProcessTests {
         let second = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
         var listing = ""
         let recorded = await eventually(timeout: 30) {
-            listing = (try? OrchardProcess.run(["accounts", "revocations"], environment: environment).standardOutput) ?? ""
+            listing = (try? await OrchardProcess.runInBackground(["accounts", "revocations"], environment: environment).standardOutput) ?? ""
             return listing.contains("vault_key_missing")
         }
         #expect(recorded, "\(listing)\n\(second.logText)")
@@ -193,22 +193,22 @@ struct ServeProcessTests {
         var both = setup.environment
         both["ORCHARD_VAULT_KEYS"] = "\(k2),\(k1)"
         let second = try await ServeProcess.start(environment: both, logDirectory: setup.directory.path, http: setup.http)
-        let before = try OrchardProcess.run(["vault", "status"], environment: both)
+        let before = try await OrchardProcess.runInBackground(["vault", "status"], environment: both)
         #expect(before.status == 0)
         #expect(before.standardOutput.contains("k1\t"), "\(before.standardOutput)")
-        let rotated = try OrchardProcess.run(["vault", "rotate"], environment: both)
+        let rotated = try await OrchardProcess.runInBackground(["vault", "rotate"], environment: both)
         #expect(rotated.status == 0, "\(rotated.standardOutput)\(rotated.standardError)")
         #expect(rotated.standardOutput.contains("left_under_other_keys: 0"))
         #expect(try await setup.client(second).request(.GET, "/v1/session", bearer: sessions[0]).status == 200)
         // Idempotent: a second run finds nothing to do.
-        let again = try OrchardProcess.run(["vault", "rotate"], environment: both)
+        let again = try await OrchardProcess.runInBackground(["vault", "rotate"], environment: both)
         #expect(again.standardOutput.contains("rotated: 0"), "\(again.standardOutput)")
         #expect(await second.terminate() == 0)
 
         // k1 removed.
         var only = setup.environment
         only["ORCHARD_VAULT_KEYS"] = k2
-        let status = try OrchardProcess.run(["vault", "status"], environment: only)
+        let status = try await OrchardProcess.runInBackground(["vault", "status"], environment: only)
         #expect(status.status == 0, "\(status.standardOutput)")
         #expect(!status.standardOutput.contains("k1\t"))
         setup.emulator.clearFailures()
@@ -225,7 +225,7 @@ struct ServeProcessTests {
 
         var wrong = setup.environment
         wrong["ORCHARD_VAULT_KEYS"] = "k3:\(key())"
-        let missing = try OrchardProcess.run(["vault", "status"], environment: wrong)
+        let missing = try await OrchardProcess.runInBackground(["vault", "status"], environment: wrong)
         #expect(missing.status == 1)
         #expect(missing.standardOutput.contains("not configured"))
     }
@@ -266,7 +266,7 @@ struct ServeProcessTests {
             #expect(!serve.logText.contains(secret), "a secret reached the log")
         }
 
-        let listed = try OrchardProcess.run(["accounts", "list"], environment: setup.environment)
+        let listed = try await OrchardProcess.runInBackground(["accounts", "list"], environment: setup.environment)
         #expect(listed.standardOutput.contains(id))
         let deleted = try await OrchardProcess.runInBackground(["accounts", "delete", id], environment: setup.environment)
         #expect(deleted.status == 0, "\(deleted.standardError)")
@@ -275,7 +275,8 @@ struct ServeProcessTests {
         #expect(revokedInline || deleted.standardOutput.contains("apple_revocation: pending"))
         #expect(await eventually(timeout: 30) { setup.emulator.calls(to: .revoke).contains { $0.status == 200 } })
         let drained = await eventually(timeout: 30) {
-            (try? OrchardProcess.run(["accounts", "revocations"], environment: setup.environment))?.standardOutput.contains("(none pending)") == true
+            (try? await OrchardProcess.runInBackground(["accounts", "revocations"], environment: setup.environment))?.standardOutput
+                .contains("(none pending)") == true
         }
         #expect(drained)
         // Seen accepted by the command: Apple was asked once. Answered "pending", the command's own call may have reached
@@ -300,7 +301,7 @@ struct ServeProcessTests {
         #expect(several.standardOutput.contains("deleted \(more[0])") && several.standardOutput.contains("deleted \(more[1])"))
         #expect(several.standardError.contains("\(id): not_found"), "\(several.standardError)")
         #expect(several.standardError.contains("3/3 accounts"))
-        let after = try OrchardProcess.run(["accounts", "list"], environment: setup.environment)
+        let after = try await OrchardProcess.runInBackground(["accounts", "list"], environment: setup.environment)
         #expect(!after.standardOutput.contains(more[0]) && !after.standardOutput.contains(more[1]))
         #expect(await serve.terminate() == 0)
     }

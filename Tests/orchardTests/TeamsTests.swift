@@ -113,7 +113,7 @@ struct TeamsTests {
     func configCheckShowsTeams() async throws {
         let setup = try await TwoTeams.start(fileExtension: "yaml")
         defer { Task { await setup.stop() } }
-        let check = try OrchardProcess.run(["config", "check"], environment: setup.environment)
+        let check = try await OrchardProcess.runInBackground(["config", "check"], environment: setup.environment)
         #expect(check.status == 0, "\(check.standardOutput)\(check.standardError)")
         #expect(check.standardOutput.contains("apple.teams[0]"))
         #expect(check.standardOutput.contains("team_id=TEAMBBBBBB key_id=KEYBBBBBBB private_key_file=<redacted> client_ids=\(Self.appB)"))
@@ -129,30 +129,30 @@ struct TeamsTests {
         var environment = setup.environment
         environment["ORCHARD_CONFIG_FILE"] = file
 
-        func check(_ object: [String: any Sendable], extra: [String: String] = [:]) throws -> OrchardProcess.Result {
+        func check(_ object: [String: any Sendable], extra: [String: String] = [:]) async throws -> OrchardProcess.Result {
             try TwoTeams.write(object, to: file)
-            return try OrchardProcess.run(["serve"], environment: environment.merging(extra) { $1 })
+            return try await OrchardProcess.runInBackground(["serve"], environment: environment.merging(extra) { $1 })
         }
 
-        let both = try check(["apple": ["teams": setup.teams]], extra: ["APPLE_TEAM_ID": "TEAMAAAAAA"])
+        let both = try await check(["apple": ["teams": setup.teams]], extra: ["APPLE_TEAM_ID": "TEAMAAAAAA"])
         #expect(both.status == 2)
         #expect(both.standardError.contains("apple.teams") && both.standardError.contains("APPLE_TEAM_ID"), "\(both.standardError)")
 
         var twice = setup.teams
         twice[1]["client_ids"] = [Self.appB, Self.appA]
-        let duplicate = try check(["apple": ["teams": twice]])
+        let duplicate = try await check(["apple": ["teams": twice]])
         #expect(duplicate.status == 2)
         #expect(duplicate.standardError.contains("apple.teams[1].client_ids"), "\(duplicate.standardError)")
 
         var empty = setup.teams
         empty[0]["client_ids"] = [String]()
-        let none = try check(["apple": ["teams": empty]])
+        let none = try await check(["apple": ["teams": empty]])
         #expect(none.status == 2)
         #expect(none.standardError.contains("apple.teams[0].client_ids"), "\(none.standardError)")
 
         var shortID = setup.teams
         shortID[1]["team_id"] = "SHORT"
-        let short = try check(["apple": ["teams": shortID]])
+        let short = try await check(["apple": ["teams": shortID]])
         #expect(short.status == 2)
         #expect(short.standardError.contains("apple.teams[1].team_id"), "\(short.standardError)")
     }

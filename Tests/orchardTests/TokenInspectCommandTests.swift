@@ -51,13 +51,13 @@ struct Fixture: Sendable, CustomTestStringConvertible {
 struct TokenInspectCommandTests {
     static let fixtures = (try? Fixture.all()) ?? []
 
-    func run(_ fixture: Fixture, at: Date, audience: String, viaStandardInput: Bool = false) throws -> OrchardProcess.Result {
+    func run(_ fixture: Fixture, at: Date, audience: String, viaStandardInput: Bool = false) async throws -> OrchardProcess.Result {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let keys = directory.file("jwks.json")
         try fixture.jwks.write(toFile: keys, atomically: true, encoding: .utf8)
         let formatter = ISO8601DateFormatter()
-        return try OrchardProcess.run(
+        return try await OrchardProcess.runInBackground(
             ["token", "inspect", viaStandardInput ? "-" : fixture.jwt, "--jwks", keys, "--at", formatter.string(from: at), "--audience", audience],
             standardInput: viaStandardInput ? fixture.jwt + "\n" : nil
         )
@@ -70,8 +70,8 @@ struct TokenInspectCommandTests {
     }
 
     @Test("genuine tokens pass inside their window; tampered ones fail the signature", arguments: Self.fixtures)
-    func inspect(_ fixture: Fixture) throws {
-        let result = try run(fixture, at: fixture.at, audience: fixture.audience)
+    func inspect(_ fixture: Fixture) async throws {
+        let result = try await run(fixture, at: fixture.at, audience: fixture.audience)
         if fixture.genuine {
             #expect(result.status == 0, "\(result.standardOutput)\(result.standardError)")
             #expect(result.standardOutput.contains("signature"))
@@ -85,18 +85,18 @@ struct TokenInspectCommandTests {
     }
 
     @Test("a genuine token fails after its exp and with another audience", arguments: Self.fixtures.filter(\.genuine).prefix(3))
-    func failsOutsideWindow(_ fixture: Fixture) throws {
-        let late = try run(fixture, at: fixture.exp.addingTimeInterval(3600), audience: fixture.audience)
+    func failsOutsideWindow(_ fixture: Fixture) async throws {
+        let late = try await run(fixture, at: fixture.exp.addingTimeInterval(3600), audience: fixture.audience)
         #expect(late.status == 1)
         #expect(late.standardOutput.lowercased().contains("fail"))
-        let foreign = try run(fixture, at: fixture.at, audience: "com.example.someone-else")
+        let foreign = try await run(fixture, at: fixture.at, audience: "com.example.someone-else")
         #expect(foreign.status == 1)
     }
 
     @Test("the token can come from standard input with -")
-    func standardInput() throws {
+    func standardInput() async throws {
         let genuine = Self.fixtures.first { $0.genuine }
         let fixture = try #require(genuine)
-        #expect(try run(fixture, at: fixture.at, audience: fixture.audience, viaStandardInput: true).status == 0)
+        #expect(try await run(fixture, at: fixture.at, audience: fixture.audience, viaStandardInput: true).status == 0)
     }
 }
