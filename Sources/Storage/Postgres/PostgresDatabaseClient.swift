@@ -87,8 +87,10 @@ public final class PostgresDatabaseClient: DatabaseClient {
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         // `bounded` waits for its task before returning, so `body` does not really escape.
         try await withoutActuallyEscaping(body) { body in
-            try await bounded { connection in
-                try await body(connection.sql(queryLogLevel: nil))
+            try await bounded {
+                try await self.client.withConnection { connection in
+                    try await body(connection.sql(queryLogLevel: nil))
+                }
             }
         }
     }
@@ -96,8 +98,10 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// Runs `body` in one transaction on one pooled connection.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await withoutActuallyEscaping(body) { body in
-            try await bounded { connection in
-                try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body)
+            try await bounded {
+                try await self.client.withConnection { connection in
+                    try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body)
+                }
             }
         }
     }
@@ -111,31 +115,17 @@ public final class PostgresDatabaseClient: DatabaseClient {
         await runner.value
     }
 
-    /// Runs `work` on a pooled connection within the deadline, mapping connection failures to
-    /// ``Accounts/StoreError/unavailable(_:)``.
-    private func bounded<T: Sendable>(_ work: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        // The work runs in a task of its own that a timer on an event loop cancels at the deadline, so the caller's
-        // task is never cancelled and can still answer. A waiting lease ends on cancellation; a query already sent
-        // does not (a server that stopped answering would hold the request for good), so the timer also closes the
-        // connection it runs on, which fails the query at once; the pool opens another. A task group racing the work
-        // against `Task.sleep` did the same at several times the cost: two child tasks per statement, and a dispatch
-        // timer left pending for the whole deadline after every one.
+    /// Runs `work` within the deadline, mapping connection failures to ``Accounts/StoreError/unavailable(_:)``.
+    private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
+        // The work runs in a task of its own that a timer on an event loop cancels at the deadline (a waiting lease
+        // and a running query both end on cancellation), so the caller's task is never cancelled and can still answer.
+        // A task group racing the work against `Task.sleep` did the same at several times the cost: two child tasks
+        // per statement, and a dispatch timer left pending for the whole deadline after every one.
         let expired = Atomic<Bool>(false)
-        let leased = Mutex<PostgresConnection?>(nil)
-        let client = self.client
-        let task = Task {
-            try await client.withConnection { connection in
-                leased.withLock { $0 = connection }
-                defer { leased.withLock { $0 = nil } }
-                return try await work(connection)
-            }
-        }
+        let task = Task { try await work() }
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: (deadline * 2).timeAmount) {
             expired.store(true, ordering: .relaxed)
             task.cancel()
-            let connection = leased.withLock { $0 }
-            let closed: EventLoopFuture<Void>? = connection?.close()
-            _ = closed
         }
         defer { timer.cancel() }
         do {
