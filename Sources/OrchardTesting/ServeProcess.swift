@@ -25,12 +25,24 @@ public final class ServeProcess: @unchecked Sendable {
     /// What the process wrote to standard error so far (its logs).
     public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 
-    /// A free loopback port.
+    /// A free loopback port below the kernel's ephemeral range, so that a test which kills serve and starts it again on
+    /// the same port cannot find it taken meanwhile by the local end of some outgoing connection (which the kernel picks
+    /// from the ephemeral range: a soak run failed once with "Address already in use" that way).
     public static func freePort() async throws -> Int {
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).get()
-        let port = channel.localAddress?.port ?? 0
-        try await channel.close()
-        return port
+        let ephemeralStart =
+            (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))
+            .flatMap { $0.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } } ?? 32768
+        let range = 10_000..<max(ephemeralStart, 10_001)
+        for _ in 0..<100 {
+            let candidate = Int.random(in: range)
+            guard
+                let channel = try? await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                    .bind(host: "127.0.0.1", port: candidate).get()
+            else { continue }
+            try await channel.close()
+            return candidate
+        }
+        throw ServeProcessError("no free loopback port below \(range.upperBound)")
     }
 
     /// Starts `orchard serve` with `environment` (plus `ORCHARD_PORT`) and waits until `/health/ready` answers 200.
