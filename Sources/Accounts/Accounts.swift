@@ -72,8 +72,18 @@ public final class Accounts: Sendable {
     /// - Throws: `session_invalid` for an unknown or expired token, `session_revoked` (with the reason) for one that was
     ///   ended early.
     public func session(token: String) async throws(AccountsError) -> SessionInfo {
-        let store = self.store
-        let (session, account) = try await live(token: token) { try await store.sessionView(tokenHash: $0) }
+        let tokenHash = try Self.sessionTokenHash(token)
+        let found: (session: SessionRecord, account: SealedAccountView?)?
+        do {
+            // Read on this thread when the store can: no `await` on the way, so no executor switch (see ImmediateRead).
+            switch try store.sessionViewNow(tokenHash: tokenHash) {
+            case .read(let row): found = row
+            case .mustWait: found = try await store.sessionView(tokenHash: tokenHash)
+            }
+        } catch {
+            throw AccountsError.storage(error)
+        }
+        let (session, account) = try live(found)
         return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try view(of: account))
     }
 
@@ -88,22 +98,24 @@ public final class Accounts: Sendable {
     }
 
     func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, AccountRecord) {
-        let store = self.store
-        return try await live(token: token) { try await store.session(tokenHash: $0) }
-    }
-
-    /// The session rules, whichever account fields `lookup` reads with the session.
-    private func live<Account: Sendable>(
-        token: String,
-        _ lookup: (String) async throws -> (session: SessionRecord, account: Account?)?
-    ) async throws(AccountsError) -> (SessionRecord, Account) {
-        guard !token.isEmpty, token.utf8.count <= 512 else { throw AccountsError(.sessionInvalid, "no session token") }
-        let found: (session: SessionRecord, account: Account?)?
+        let tokenHash = try Self.sessionTokenHash(token)
+        let found: (session: SessionRecord, account: AccountRecord?)?
         do {
-            found = try await lookup(Self.sha256Hex(token))
+            found = try await store.session(tokenHash: tokenHash)
         } catch {
             throw AccountsError.storage(error)
         }
+        return try live(found)
+    }
+
+    /// The stored hash of a bearer token, or `session_invalid` for one that cannot be a token.
+    private static func sessionTokenHash(_ token: String) throws(AccountsError) -> String {
+        guard !token.isEmpty, token.utf8.count <= 512 else { throw AccountsError(.sessionInvalid, "no session token") }
+        return sha256Hex(token)
+    }
+
+    /// The session rules, whichever account fields were read with the session.
+    private func live<Account>(_ found: (session: SessionRecord, account: Account?)?) throws(AccountsError) -> (SessionRecord, Account) {
         guard let (session, account) = found else { throw AccountsError(.sessionInvalid, "unknown session") }
         if let reason = session.endReason {
             throw AccountsError(.sessionRevoked, "the session was ended", sessionEndReason: reason)

@@ -41,6 +41,26 @@ struct SessionTests {
         }
     }
 
+    @Test("the session check shows the account exactly as the sign-in answered it, name and email included")
+    func answerMatchesSignIn() async throws {
+        try await OrchardHarness.with { h in
+            let user = h.emulator.makeUser()
+            let details: [String: any Sendable] = ["name": ["first_name": "Ada", "last_name": "Lovelace"] as [String: any Sendable]]
+            let signIn = try await h.signIn(user, userDetails: details).response
+            #expect(signIn.status == 200)
+            let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+            let shown = try await h.request(.GET, "/v1/session", bearer: token)
+            #expect(shown.status == 200)
+            let signedIn = try #require(signIn.json["account"] as? [String: Any])
+            let account = try #require(shown.json["account"] as? [String: Any])
+            #expect(NSDictionary(dictionary: account) == NSDictionary(dictionary: signedIn), "\(account) against \(signedIn)")
+            #expect((account["name"] as? [String: Any])?["first_name"] as? String == "Ada")
+            #expect(account["email"] as? String == user.email)
+            #expect(Set(shown.json.keys) == ["session", "account"])
+            #expect(Set((shown.json["session"] as? [String: Any])?.keys.map { $0 } ?? []) == ["created_at", "expires_at"])
+        }
+    }
+
     @Test("no token, an unknown token, and a token past ORCHARD_SESSION_TTL are session_invalid")
     func invalidSessions() async throws {
         try await OrchardHarness.with(

@@ -136,6 +136,53 @@ import Testing
         }
     }
 
+    @Test("the reads made without suspending agree with their async forms on SQLite; PostgreSQL always waits", arguments: Self.backends)
+    func immediateReads(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let now = Date(timeIntervalSince1970: 1_790_000_000)
+            try await store.insertNonce(hash: "issued", expiresAt: now.addingTimeInterval(600))
+            try await store.insertNonce(hash: "used", expiresAt: now.addingTimeInterval(600))
+            #expect(try await store.consumeNonce(hashes: ["used"], now: now) == .consumed)
+            _ = try await store.recordSignIn(
+                account: account(id: "acct_1", subjectHash: "s", at: now),
+                isNew: true,
+                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                revocationIfGone: nil,
+                completesTransfer: nil
+            )
+            let cases: [(hashes: [String], at: Date, refusal: NonceConsumption?)] = [
+                (["issued"], now, nil),
+                (["used"], now, .alreadyConsumed),
+                (["never"], now, .unknownOrExpired),
+                (["issued"], now.addingTimeInterval(601), .unknownOrExpired),
+                ([], now, .unknownOrExpired),
+            ]
+            for (hashes, at, refusal) in cases {
+                switch (backend, try store.nonceRefusalNow(hashes: hashes, now: at)) {
+                case (.sqlite, .read(let read)): #expect(read == refusal, "\(hashes)")
+                case (.postgres, .mustWait): break
+                case (.postgres, .read) where hashes.isEmpty: break
+                case (_, let other): Issue.record("\(backend) \(hashes): \(other)")
+                }
+            }
+            // Asking did not consume: the issued nonce is still there to consume once.
+            #expect(try await store.consumeNonce(hashes: ["issued"], now: now) == .consumed)
+
+            let awaited = try await store.sessionView(tokenHash: "t1")
+            #expect(awaited?.account?.id == "acct_1")
+            for hash in ["t1", "unknown"] {
+                switch (backend, try store.sessionViewNow(tokenHash: hash)) {
+                case (.sqlite, .read(let read)):
+                    let expected = try await store.sessionView(tokenHash: hash)
+                    #expect(read?.session == expected?.session && read?.account == expected?.account, "\(hash)")
+                    #expect((read == nil) == (hash == "unknown"))
+                case (.postgres, .mustWait): break
+                case (_, let other): Issue.record("\(backend) \(hash): \(String(describing: other))")
+                }
+            }
+        }
+    }
+
     @Test("a session ends once, with its reason", arguments: Self.backends)
     func sessions(_ backend: TestDatabase.Backend) async throws {
         try await withStore(backend) { store, _ in

@@ -108,7 +108,14 @@ extension Accounts {
         }
         let outcome: NonceConsumption
         do {
-            outcome = try await store.consumeNonce(hashes: [AppleNonce.hash(raw)], now: clock.now())
+            let hashes = [AppleNonce.hash(raw)]
+            let now = clock.now()
+            // A nonce that cannot be consumed is refused on this thread, without suspending (see ImmediateRead).
+            if case .read(let refusal?) = try store.nonceRefusalNow(hashes: hashes, now: now) {
+                outcome = refusal
+            } else {
+                outcome = try await store.consumeNonce(hashes: hashes, now: now)
+            }
         } catch {
             throw AccountsError.storage(error)
         }

@@ -18,6 +18,10 @@ public protocol AccountStore: Sendable {
     func insertNonce(hash: String, expiresAt: Date) async throws
     /// Marks the first of `hashes` that was issued as used, if it is unexpired and unused at `now`.
     func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption
+    /// Why none of `hashes` can be consumed at `now`, decided by a read on the calling thread: `.read(nil)` when one may
+    /// be consumable (``consumeNonce(hashes:now:)`` then decides, with a write), `.mustWait` when the store reads only
+    /// asynchronously. A forged or replayed token is refused this way without a write and without suspending.
+    func nonceRefusalNow(hashes: [String], now: Date) throws -> ImmediateRead<NonceConsumption?>
     /// The account whose subject hash is one of `subjectHashes`.
     func account(subjectHashes: [String]) async throws -> AccountRecord?
     /// The account with this id.
@@ -43,6 +47,8 @@ public protocol AccountStore: Sendable {
     func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)?
     /// The same read for the session check: the session and only the account fields its answer shows.
     func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)?
+    /// ``sessionView(tokenHash:)`` read on the calling thread, or `.mustWait` when the store reads only asynchronously.
+    func sessionViewNow(tokenHash: String) throws -> ImmediateRead<(session: SessionRecord, account: SealedAccountView?)?>
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
     /// Whether the database answers.

@@ -37,6 +37,26 @@ struct AccountDTO: Encodable {
         case appleCredential = "apple_credential"
         case lastValidatedAt = "last_validated_at"
     }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try encode(into: &container)
+    }
+
+    /// Writes the fields into a container the caller opened, such as a nested one: `JSONEncoder` makes a new encoder
+    /// for each nested value it is given, which was about a sixth of the session answer's encoding (measured in a loop).
+    /// Absent values are left out, as the synthesized encoding did.
+    func encode(into container: inout KeyedEncodingContainer<CodingKeys>) throws {
+        try container.encode(id, forKey: .id)
+        try container.encode(appleSub, forKey: .appleSub)
+        try container.encodeIfPresent(email, forKey: .email)
+        try container.encode(isPrivateEmail, forKey: .isPrivateEmail)
+        try container.encode(emailForwarding, forKey: .emailForwarding)
+        try container.encodeIfPresent(name, forKey: .name)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(appleCredential, forKey: .appleCredential)
+        try container.encodeIfPresent(lastValidatedAt, forKey: .lastValidatedAt)
+    }
 }
 
 /// Dates as the API writes them, `2026-11-24T20:38:57Z`: Foundation's ISO 8601 format, which is also what the response

@@ -23,6 +23,20 @@ public struct SessionController<Context: RequestContext>: Sendable {
         }
         var session: Session
         var account: AccountDTO
+
+        enum CodingKeys: String, CodingKey {
+            case session, account
+        }
+
+        /// Both members in nested containers rather than as nested values (see ``AccountDTO/encode(into:)``).
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            var times = container.nestedContainer(keyedBy: Session.CodingKeys.self, forKey: .session)
+            try times.encode(session.createdAt, forKey: .createdAt)
+            try times.encode(session.expiresAt, forKey: .expiresAt)
+            var fields = container.nestedContainer(keyedBy: AccountDTO.CodingKeys.self, forKey: .account)
+            try account.encode(into: &fields)
+        }
     }
 
     /// Adds the routes.

@@ -83,6 +83,11 @@ public final class PostgresDatabaseClient: DatabaseClient {
         return PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: deadline)
     }
 
+    /// Always `nil`: PostgreSQL answers over the network, so every read awaits ``withDatabase(_:)``.
+    public func readNow(_ query: SQLQueryString) throws -> [any SQLRow]? {
+        nil
+    }
+
     /// Runs `body` on a pooled connection.
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         // `bounded` waits for its task before returning, so `body` does not really escape.

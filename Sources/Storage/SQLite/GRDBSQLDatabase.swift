@@ -56,6 +56,22 @@ struct GRDBSQLDatabase: SQLDatabase {
         }
     }
 
+    /// The rows of a `SELECT` read on a reader connection on this thread; `nil` when `query` is not a read or every
+    /// ``SQLiteReaders`` connection is busy (the caller then takes the async path). Only outside a transaction.
+    func readNow(_ query: any SQLKit.SQLExpression) throws -> [any SQLRow]? {
+        guard case .autocommit(_, let readers, _) = route else { return nil }
+        let (sql, binds) = serialize(query)
+        guard SQLiteStatementKind(sql: sql) == .read else { return nil }
+        let arguments = try Self.arguments(binds)
+        var rows: [any SQLRow] = []
+        do {
+            let done: Void? = try readers.read { try Self.read(sql, arguments, on: $0) { rows.append($0) } }
+            return done == nil ? nil : rows
+        } catch {
+            throw Self.mapped(error)
+        }
+    }
+
     /// Runs a statement on the writer connection, synchronously on this thread (GRDB's blocking API: its async one would
     /// hop to the writer's dispatch queue and back for every statement).
     private static func onWriter(
@@ -90,7 +106,7 @@ struct GRDBSQLDatabase: SQLDatabase {
         _ sql: String,
         _ arguments: StatementArguments,
         on database: Database,
-        _ onRow: @Sendable (any SQLRow) -> Void
+        _ onRow: (any SQLRow) -> Void
     ) throws {
         let statement = try database.cachedStatement(sql: sql)
         try statement.setArguments(arguments)

@@ -65,6 +65,11 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         try await body(GRDBSQLDatabase(route: .autocommit(pool, readers, writer), logger: logger))
     }
 
+    /// Runs a `SELECT` on a reader connection on this thread; `nil` when every reader is busy or `query` is not a read.
+    public func readNow(_ query: SQLQueryString) throws -> [any SQLRow]? {
+        try GRDBSQLDatabase(route: .autocommit(pool, readers, writer), logger: logger).readNow(query)
+    }
+
     /// Runs `body` in an immediate transaction on the writer, committed together with the other transactions waiting.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await withoutActuallyEscaping(body) { body in

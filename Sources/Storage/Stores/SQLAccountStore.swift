@@ -42,14 +42,8 @@ public struct SQLAccountStore: AccountStore {
     /// replayed token costs no write; only a nonce that may be consumable takes the writer.
     public func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption {
         guard !hashes.isEmpty else { return .unknownOrExpired }
-        let known = try await database.withDatabase { db in
-            try await db.raw("SELECT consumed_at, expires_at FROM nonces WHERE hash IN (\(binds: hashes))").all().map {
-                (consumed: try $0.date("consumed_at") != nil, expired: try $0.date("expires_at").map { $0 <= now } ?? true)
-            }
-        }
-        if !known.contains(where: { !$0.consumed && !$0.expired }) {
-            return known.contains(where: \.consumed) ? .alreadyConsumed : .unknownOrExpired
-        }
+        let rows = try await database.withDatabase { db in try await db.raw(Self.nonceStates(hashes)).all() }
+        if let refusal = try Self.nonceRefusal(rows, now: now) { return refusal }
         return try await database.transaction { db in
             for hash in hashes {
                 let consumed = try await db.raw(
@@ -67,6 +61,27 @@ public struct SQLAccountStore: AccountStore {
             }
             return .unknownOrExpired
         }
+    }
+
+    /// Why none of `hashes` can be consumed, read on this thread; `.mustWait` when the database reads only asynchronously.
+    public func nonceRefusalNow(hashes: [String], now: Date) throws -> ImmediateRead<NonceConsumption?> {
+        guard !hashes.isEmpty else { return .read(.unknownOrExpired) }
+        guard let rows = try database.readNow(Self.nonceStates(hashes)) else { return .mustWait }
+        return .read(try Self.nonceRefusal(rows, now: now))
+    }
+
+    /// Whether each of `hashes` that was issued is consumed, and when it expires.
+    private static func nonceStates(_ hashes: [String]) -> SQLQueryString {
+        "SELECT consumed_at, expires_at FROM nonces WHERE hash IN (\(binds: hashes))"
+    }
+
+    /// Why the nonces in `rows` (``nonceStates(_:)``) cannot be consumed at `now`, or `nil` when one may be.
+    private static func nonceRefusal(_ rows: [any SQLRow], now: Date) throws -> NonceConsumption? {
+        let known = try rows.map {
+            (consumed: try $0.date("consumed_at") != nil, expired: try $0.date("expires_at").map { $0 <= now } ?? true)
+        }
+        if known.contains(where: { !$0.consumed && !$0.expired }) { return nil }
+        return known.contains(where: \.consumed) ? .alreadyConsumed : .unknownOrExpired
     }
 
     /// The account whose subject hash is one of `subjectHashes`.
@@ -184,24 +199,34 @@ public struct SQLAccountStore: AccountStore {
     /// The session with this token hash and the account fields its answer shows: one indexed read of the session and
     /// its account, without Apple's sealed tokens.
     public func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)? {
-        try await database.withDatabase { db in
-            let row = try await db.firstRow(
-                """
-                SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
-                    s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
-                    s.end_reason AS session_end_reason, a.id AS id, a.sealed_subject AS sealed_subject,
-                    a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
-                    a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
-                    a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
-                    a.created_at AS created_at
-                FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
-                WHERE s.token_hash = \(bind: tokenHash)
-                """
-            )
-            return try row.map { row in
-                let view = try row.decodeNil(column: "id") ? nil : try Self.sealedView(from: row)
-                return (try Self.session(from: row), view)
-            }
+        try await database.withDatabase { db in try Self.sessionView(from: try await db.firstRow(Self.sessionViewQuery(tokenHash))) }
+    }
+
+    /// ``sessionView(tokenHash:)`` read on this thread; `.mustWait` when the database reads only asynchronously.
+    public func sessionViewNow(tokenHash: String) throws -> ImmediateRead<(session: SessionRecord, account: SealedAccountView?)?> {
+        guard let rows = try database.readNow(Self.sessionViewQuery(tokenHash)) else { return .mustWait }
+        return .read(try Self.sessionView(from: rows.first))
+    }
+
+    /// The session check's one read: the session and, joined, the account fields its answer shows.
+    private static func sessionViewQuery(_ tokenHash: String) -> SQLQueryString {
+        """
+        SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
+            s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
+            s.end_reason AS session_end_reason, a.id AS id, a.sealed_subject AS sealed_subject,
+            a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
+            a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
+            a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
+            a.created_at AS created_at
+        FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
+        WHERE s.token_hash = \(bind: tokenHash)
+        """
+    }
+
+    private static func sessionView(from row: (any SQLRow)?) throws -> (session: SessionRecord, account: SealedAccountView?)? {
+        try row.map { row in
+            let view = try row.decodeNil(column: "id") ? nil : try sealedView(from: row)
+            return (try session(from: row), view)
         }
     }
 
