@@ -10,7 +10,8 @@ public protocol DatabaseClient: Sendable {
     /// Runs `body` on a connection outside any explicit transaction.
     func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
     /// The rows of a `SELECT` run at once on the calling thread, or `nil` when this database cannot read that way
-    /// (PostgreSQL, or SQLite with every reader connection busy): the caller then reads through ``withDatabase(_:)``.
+    /// (PostgreSQL, SQLite with every reader connection busy, or a statement that is not a `SELECT`): the caller then
+    /// reads through ``withDatabase(_:)``.
     func readNow(_ query: SQLQueryString) throws -> [any SQLRow]?
     /// Runs `body` in one transaction on one connection; commits when it returns, rolls back when it throws.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T

@@ -26,6 +26,7 @@ struct SessionTests {
             #expect(expiresAt == signedInSession["expires_at"] as? String)
             #expect(expiresAt.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/) != nil, "\(expiresAt)")
             let account = try #require(shown.json["account"] as? [String: Any])
+            #expect(account["name"] == nil, "a user who gave no name has no name key")
             #expect((account["created_at"] as? String)?.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z/) != nil)
             #expect(account["created_at"] as? String == (signIn.json["account"] as? [String: Any])?["created_at"] as? String)
 

@@ -180,6 +180,14 @@ import Testing
                 case (_, let other): Issue.record("\(backend) \(hash): \(String(describing: other))")
                 }
             }
+            // An ended session is seen ended by the very next immediate read.
+            #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
+            if case .read(let read) = try store.sessionViewNow(tokenHash: "t1") {
+                #expect(backend == .sqlite)
+                #expect(read?.session.endReason == .signedOut)
+            } else {
+                #expect(backend == .postgres)
+            }
         }
     }
 

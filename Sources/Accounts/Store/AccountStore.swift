@@ -47,7 +47,7 @@ public protocol AccountStore: Sendable {
     func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)?
     /// The same read for the session check: the session and only the account fields its answer shows.
     func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)?
-    /// ``sessionView(tokenHash:)`` read on the calling thread, or `.mustWait` when the store reads only asynchronously.
+    /// ``sessionView(tokenHash:)`` read on the calling thread, or `.mustWait` when the store cannot read that way.
     func sessionViewNow(tokenHash: String) throws -> ImmediateRead<(session: SessionRecord, account: SealedAccountView?)?>
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool

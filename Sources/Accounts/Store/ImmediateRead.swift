@@ -2,7 +2,7 @@
 ///
 /// SQLite reads on reader connections synchronously, in microseconds. In serve, every `await` of an async store method
 /// costs executor switches on the event loop, several per request on the session check. PostgreSQL answers over the
-/// network and always says ``mustWait``.
+/// network and says ``mustWait`` for any read it would have to make.
 public enum ImmediateRead<Value> {
     /// The value read.
     case read(Value)

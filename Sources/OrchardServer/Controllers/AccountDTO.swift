@@ -38,6 +38,7 @@ struct AccountDTO: Encodable {
         case lastValidatedAt = "last_validated_at"
     }
 
+    /// Writes the fields as one object (``encode(into:)``).
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try encode(into: &container)

@@ -24,6 +24,7 @@ public struct SessionController<Context: RequestContext>: Sendable {
         var session: Session
         var account: AccountDTO
 
+        /// The answer's two members.
         enum CodingKeys: String, CodingKey {
             case session, account
         }

@@ -62,6 +62,7 @@ struct GRDBSQLDatabase: SQLDatabase {
         guard case .autocommit(_, let readers, _) = route else { return nil }
         let (sql, binds) = serialize(query)
         guard SQLiteStatementKind(sql: sql) == .read else { return nil }
+        logger.trace("sql", metadata: ["sql": "\(sql)"])
         let arguments = try Self.arguments(binds)
         var rows: [any SQLRow] = []
         do {
