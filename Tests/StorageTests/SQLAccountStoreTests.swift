@@ -31,6 +31,17 @@ import Testing
         }
     }
 
+    /// Records the first sign-in of account `acct_1` (subject hash `s`) at `now`, with session `t1` for 60 s.
+    func signInFirstAccount(_ store: SQLAccountStore, at now: Date) async throws {
+        _ = try await store.recordSignIn(
+            account: account(id: "acct_1", subjectHash: "s", at: now),
+            isNew: true,
+            session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+            revocationIfGone: nil,
+            completesTransfer: nil
+        )
+    }
+
     func account(id: String, subjectHash: String, at now: Date) -> AccountRecord {
         AccountRecord(
             id: id,
@@ -143,13 +154,7 @@ import Testing
             try await store.insertNonce(hash: "issued", expiresAt: now.addingTimeInterval(600))
             try await store.insertNonce(hash: "used", expiresAt: now.addingTimeInterval(600))
             #expect(try await store.consumeNonce(hashes: ["used"], now: now) == .consumed)
-            _ = try await store.recordSignIn(
-                account: account(id: "acct_1", subjectHash: "s", at: now),
-                isNew: true,
-                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                revocationIfGone: nil,
-                completesTransfer: nil
-            )
+            try await signInFirstAccount(store, at: now)
             let cases: [(hashes: [String], at: Date, refusal: NonceConsumption?)] = [
                 (["issued"], now, nil),
                 (["used"], now, .alreadyConsumed),
@@ -195,13 +200,7 @@ import Testing
     func sessions(_ backend: TestDatabase.Backend) async throws {
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
-            _ = try await store.recordSignIn(
-                account: account(id: "acct_1", subjectHash: "s", at: now),
-                isNew: true,
-                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                revocationIfGone: nil,
-                completesTransfer: nil
-            )
+            try await signInFirstAccount(store, at: now)
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
             #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, at: now) == false)
             let (session, owner) = try #require(try await store.session(tokenHash: "t1"))
