@@ -239,6 +239,7 @@ let package = Package(
                 "OrchardServer", "OrchardTesting", "AppleIDEmulator", "Storage", "Accounts", "AppleID",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "Logging", package: "swift-log"),

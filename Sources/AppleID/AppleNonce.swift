@@ -16,9 +16,14 @@ public enum AppleNonce {
     /// Both comparisons always run, and each compares SHA-256 digests (whose equality swift-crypto checks in constant
     /// time), so the time taken says nothing about how much of the claim matched.
     public static func matches(claim: String, raw: String) -> Bool {
+        matches(claim: claim, raw: raw, rawHash: hash(raw))
+    }
+
+    /// ``matches(claim:raw:)`` for a caller that already has `raw`'s ``hash(_:)`` (to look the nonce up by it).
+    public static func matches(claim: String, raw: String, rawHash: String) -> Bool {
         let claimDigest = SHA256.hash(data: Data(claim.utf8))
         let equalsRaw = claimDigest == SHA256.hash(data: Data(raw.utf8))
-        let equalsHash = claimDigest == SHA256.hash(data: Data(hash(raw).utf8))
+        let equalsHash = claimDigest == SHA256.hash(data: Data(rawHash.utf8))
         return equalsRaw || equalsHash
     }
 

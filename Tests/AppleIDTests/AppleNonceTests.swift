@@ -14,12 +14,15 @@ struct AppleNonceTests {
         let raw = "20B20D-0S8-1K8"
         #expect(AppleNonce.matches(claim: raw, raw: raw))
         #expect(AppleNonce.matches(claim: AppleNonce.hash(raw), raw: raw))
+        #expect(AppleNonce.matches(claim: raw, raw: raw, rawHash: AppleNonce.hash(raw)))
+        #expect(AppleNonce.matches(claim: AppleNonce.hash(raw), raw: raw, rawHash: AppleNonce.hash(raw)))
     }
 
     @Test("any other claim does not match", arguments: ["other", "", "20B20D-0S8-1K9", "20b20d-0s8-1k8"])
     func mismatch(claim: String) {
         #expect(!AppleNonce.matches(claim: claim, raw: "20B20D-0S8-1K8"))
         #expect(!AppleNonce.matches(claim: AppleNonce.hash(claim), raw: "20B20D-0S8-1K8"))
+        #expect(!AppleNonce.matches(claim: claim, raw: "20B20D-0S8-1K8", rawHash: AppleNonce.hash("20B20D-0S8-1K8")))
     }
 
     @Test("an uppercase hash is not the hash")

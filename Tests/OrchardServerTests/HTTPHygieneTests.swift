@@ -1,6 +1,8 @@
 import Accounts
 import AppleIDEmulator
 import Foundation
+import HTTPTypes
+import NIOCore
 import NIOHTTP1
 import OrchardServer
 import OrchardTesting
@@ -33,6 +35,49 @@ struct HTTPHygieneTests {
             let empty = try await h.request(.POST, "/v1/auth/apple")
             #expect(empty.code == "invalid_request")
         }
+    }
+
+    @Test("repeated refusals each answer with their own detail, however they alternate")
+    func repeatedRefusals() async throws {
+        try await OrchardHarness.with { h in
+            for _ in 0..<3 {
+                for field in ["identity_token", "authorization_code", "nonce"] {
+                    var body: [String: any Sendable] = ["identity_token": "a.b.c", "authorization_code": "x", "nonce": "n"]
+                    body[field] = 5
+                    let response = try await h.request(.POST, "/v1/auth/apple", json: body)
+                    #expect(response.status == 400)
+                    #expect(response.code == "invalid_request")
+                    #expect(response["detail"] == "field '\(field)' must be a string")
+                    #expect(response.header("Content-Type") == "application/problem+json")
+                    #expect(response.header("Cache-Control") == "no-store")
+                }
+            }
+        }
+    }
+
+    @Test("the memo of encoded problem bodies tells apart every member and starts over when full")
+    func problemBodyMemo() throws {
+        let memo = EncodedProblemBodies(capacity: 3)
+        func members(_ problem: OrchardProblem) throws -> [String: String] {
+            let body = try memo.body(of: problem)
+            let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any] ?? [:]
+            return object.compactMapValues { $0 as? String }
+        }
+        let a = OrchardProblem.invalidRequest("field 'a' must be a string")
+        #expect(try members(a)["detail"] == "field 'a' must be a string")
+        #expect(try members(a)["detail"] == "field 'a' must be a string")
+        #expect(memo.count == 1)
+        #expect(try members(.invalidRequest("field 'b' must be a string"))["detail"] == "field 'b' must be a string")
+        let revoked = OrchardProblem(.unauthorized, code: "session_revoked", detail: "ended", extra: ["reason": "sign_out"])
+        let deleted = OrchardProblem(.unauthorized, code: "session_revoked", detail: "ended", extra: ["reason": "account_deleted"])
+        #expect(try members(revoked)["reason"] == "sign_out")
+        #expect(try members(deleted)["reason"] == "account_deleted")
+        #expect(memo.count <= 3)
+        for n in 0..<10 {
+            #expect(try members(.invalidRequest("detail \(n)"))["detail"] == "detail \(n)")
+            #expect(memo.count <= 3)
+        }
+        #expect(try members(a)["detail"] == "field 'a' must be a string")
     }
 
     @Test("a body over 64 KiB is 413 payload_too_large, with or without a Content-Length")
