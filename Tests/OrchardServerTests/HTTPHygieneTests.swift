@@ -89,6 +89,19 @@ struct HTTPHygieneTests {
             #expect(response.code == "payload_too_large")
             let json = try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": String(repeating: "x", count: 70 * 1024)])
             #expect(json.status == 413)
+
+            // The limit itself: 64 KiB is read (and refused as JSON), one byte more is not.
+            let limit = Data(repeating: UInt8(ascii: "a"), count: 64 * 1024)
+            let atLimit = try await h.request(.POST, "/v1/auth/apple", body: limit, headers: [("Content-Type", "application/json")])
+            #expect(atLimit.status == 400)
+            #expect(atLimit.code == "invalid_request")
+            let overLimit = try await h.request(
+                .POST,
+                "/v1/auth/apple",
+                body: limit + Data("a".utf8),
+                headers: [("Content-Type", "application/json")]
+            )
+            #expect(overLimit.status == 413)
         }
     }
 

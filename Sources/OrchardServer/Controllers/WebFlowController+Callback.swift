@@ -95,12 +95,7 @@ extension WebFlowController {
         guard contentType.hasPrefix("application/x-www-form-urlencoded") else {
             throw OrchardProblem.invalidRequest("the callback takes Apple's form post (application/x-www-form-urlencoded)")
         }
-        let buffer: ByteBuffer
-        do {
-            buffer = try await request.body.collect(upTo: OrchardProblem.maxBodySize)
-        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
-            throw OrchardProblem.payloadTooLarge
-        }
+        let buffer = try await request.collectedBody()
         do {
             return try URLEncodedFormDecoder().decode(CallbackForm.self, from: String(buffer: buffer))
         } catch {
