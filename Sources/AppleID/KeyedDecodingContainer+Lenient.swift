@@ -32,13 +32,18 @@ extension KeyedDecodingContainer {
     }
 
     /// An instant sent as seconds since 1970 (integer or fractional).
+    ///
+    /// Read as an integer first: Apple sends whole seconds, and Foundation reads a JSON number as a `Double` through
+    /// `strtod`, which made the three instants of an identity token about half a microsecond of its verification.
     func decodeSeconds(forKey key: Key) throws -> Date {
-        Date(timeIntervalSince1970: try decode(Double.self, forKey: key))
+        if let whole = try? decode(Int64.self, forKey: key) { return Date(timeIntervalSince1970: TimeInterval(whole)) }
+        return Date(timeIntervalSince1970: try decode(Double.self, forKey: key))
     }
 
     /// An instant sent as seconds since 1970; `nil` when absent or null.
     func decodeSecondsIfPresent(forKey key: Key) throws -> Date? {
-        try decodeIfPresent(Double.self, forKey: key).map { Date(timeIntervalSince1970: $0) }
+        guard contains(key), try !decodeNil(forKey: key) else { return nil }
+        return try decodeSeconds(forKey: key)
     }
 
     /// An audience sent as a string or as a one-element array of strings.

@@ -50,6 +50,19 @@ struct AppleIdentityClaimsTests {
         #expect(claims.email?.value == "a@privaterelay.appleid.com")
     }
 
+    @Test("instants are read as whole or fractional seconds, an absent or null auth_time is nil, anything else fails")
+    func seconds() throws {
+        let fractional = try decode(#"{"iss":"i","aud":"a","exp":1752662157.75,"iat":1752575757,"sub":"s","auth_time":1.5}"#)
+        #expect(fractional.exp == Date(timeIntervalSince1970: 1_752_662_157.75))
+        #expect(fractional.iat == Date(timeIntervalSince1970: 1_752_575_757))
+        #expect(fractional.authTime == Date(timeIntervalSince1970: 1.5))
+        #expect(try decode(#"{"iss":"i","aud":"a","exp":1,"iat":1,"sub":"s","auth_time":null}"#).authTime == nil)
+        #expect(try decode(#"{"iss":"i","aud":"a","exp":1,"iat":1,"sub":"s"}"#).authTime == nil)
+        #expect(throws: DecodingError.self) { try decode(#"{"iss":"i","aud":"a","exp":"1","iat":1,"sub":"s"}"#) }
+        #expect(throws: DecodingError.self) { try decode(#"{"iss":"i","aud":"a","iat":1,"sub":"s"}"#) }
+        #expect(throws: DecodingError.self) { try decode(#"{"iss":"i","aud":"a","exp":1,"iat":1,"sub":"s","auth_time":"x"}"#) }
+    }
+
     @Test("aud as a one-element array is read as its element")
     func audienceArray() throws {
         let claims = try decode(#"{"iss":"i","aud":["com.example.orchard"],"exp":1,"iat":1,"sub":"s"}"#)
