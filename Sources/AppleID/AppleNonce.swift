@@ -19,8 +19,9 @@ public enum AppleNonce {
         matches(claim: claim, raw: raw, rawHash: hash(raw))
     }
 
-    /// ``matches(claim:raw:)`` for a caller that already has `raw`'s ``hash(_:)`` (to look the nonce up by it).
-    public static func matches(claim: String, raw: String, rawHash: String) -> Bool {
+    /// ``matches(claim:raw:)`` for a caller in this package that already has `raw`'s ``hash(_:)`` (to look the nonce up
+    /// by it). `rawHash` must be exactly `hash(raw)`: any other value could make a claim match.
+    package static func matches(claim: String, raw: String, rawHash: String) -> Bool {
         let claimDigest = SHA256.hash(data: Data(claim.utf8))
         let equalsRaw = claimDigest == SHA256.hash(data: Data(raw.utf8))
         let equalsHash = claimDigest == SHA256.hash(data: Data(rawHash.utf8))

@@ -58,9 +58,34 @@ struct AppleIdentityClaimsTests {
         #expect(fractional.authTime == Date(timeIntervalSince1970: 1.5))
         #expect(try decode(#"{"iss":"i","aud":"a","exp":1,"iat":1,"sub":"s","auth_time":null}"#).authTime == nil)
         #expect(try decode(#"{"iss":"i","aud":"a","exp":1,"iat":1,"sub":"s"}"#).authTime == nil)
-        #expect(throws: DecodingError.self) { try decode(#"{"iss":"i","aud":"a","exp":"1","iat":1,"sub":"s"}"#) }
-        #expect(throws: DecodingError.self) { try decode(#"{"iss":"i","aud":"a","iat":1,"sub":"s"}"#) }
-        #expect(throws: DecodingError.self) { try decode(#"{"iss":"i","aud":"a","exp":1,"iat":1,"sub":"s","auth_time":"x"}"#) }
+        #expect(try decode(#"{"iss":"i","aud":"a","exp":1752662157.0,"iat":1.7e9,"sub":"s"}"#).exp == Date(timeIntervalSince1970: 1_752_662_157))
+        #expect(try decode(#"{"iss":"i","aud":"a","exp":1,"iat":1.7e9,"sub":"s"}"#).iat == Date(timeIntervalSince1970: 1_700_000_000))
+
+        // The kind of failure names the claim's fault in the answer's detail ("has the wrong type", "is missing", "is null").
+        func failure(_ json: String) -> DecodingError? {
+            do {
+                _ = try decode(json)
+                return nil
+            } catch {
+                return error as? DecodingError
+            }
+        }
+        guard case .typeMismatch? = failure(#"{"iss":"i","aud":"a","exp":"1","iat":1,"sub":"s"}"#) else {
+            Issue.record("a string exp is not a type mismatch")
+            return
+        }
+        guard case .keyNotFound? = failure(#"{"iss":"i","aud":"a","iat":1,"sub":"s"}"#) else {
+            Issue.record("a missing exp is not keyNotFound")
+            return
+        }
+        guard case .valueNotFound? = failure(#"{"iss":"i","aud":"a","exp":null,"iat":1,"sub":"s"}"#) else {
+            Issue.record("a null exp is not valueNotFound")
+            return
+        }
+        guard case .typeMismatch? = failure(#"{"iss":"i","aud":"a","exp":1,"iat":1,"sub":"s","auth_time":"x"}"#) else {
+            Issue.record("a string auth_time is not a type mismatch")
+            return
+        }
     }
 
     @Test("aud as a one-element array is read as its element")

@@ -1,5 +1,6 @@
 import Accounts
 import AppleIDEmulator
+import AsyncHTTPClient
 import Foundation
 import HTTPTypes
 import NIOCore
@@ -73,6 +74,12 @@ struct HTTPHygieneTests {
         #expect(try members(revoked)["reason"] == "sign_out")
         #expect(try members(deleted)["reason"] == "account_deleted")
         #expect(memo.count <= 3)
+        let teapot = OrchardProblem(.init(code: 418), code: "x", title: "T", detail: "d")
+        let gone = OrchardProblem(.gone, code: "x", title: "T", detail: "d")
+        let retitled = OrchardProblem(.gone, code: "x", title: "U", detail: "d")
+        #expect(try memo.body(of: teapot) != memo.body(of: gone))
+        #expect(try members(gone)["title"] == "T")
+        #expect(try members(retitled)["title"] == "U")
         for n in 0..<10 {
             #expect(try members(.invalidRequest("detail \(n)"))["detail"] == "detail \(n)")
             #expect(memo.count <= 3)
@@ -80,7 +87,7 @@ struct HTTPHygieneTests {
         #expect(try members(a)["detail"] == "field 'a' must be a string")
     }
 
-    @Test("a body over 64 KiB is 413 payload_too_large, with or without a Content-Length")
+    @Test("a body over 64 KiB with a Content-Length is 413 payload_too_large, and one of 64 KiB is read")
     func oversized() async throws {
         try await OrchardHarness.with { h in
             let big = Data(repeating: UInt8(ascii: "a"), count: 70 * 1024)
@@ -90,7 +97,7 @@ struct HTTPHygieneTests {
             let json = try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": String(repeating: "x", count: 70 * 1024)])
             #expect(json.status == 413)
 
-            // The limit itself: 64 KiB is read (and refused as JSON), one byte more is not.
+            // The limit itself, as the Content-Length announces it: 64 KiB is read (and refused as JSON), a byte more is not.
             let limit = Data(repeating: UInt8(ascii: "a"), count: 64 * 1024)
             let atLimit = try await h.request(.POST, "/v1/auth/apple", body: limit, headers: [("Content-Type", "application/json")])
             #expect(atLimit.status == 400)
@@ -105,6 +112,41 @@ struct HTTPHygieneTests {
         }
     }
 
+    @Test("a body sent in chunks, without a Content-Length, is read whole up to 64 KiB and refused one byte beyond")
+    func chunkedBodies() async throws {
+        try await OrchardHarness.with { h in
+            // A sign-in body padded with spaces to `size` bytes, streamed in pieces of 10,000 bytes.
+            func post(size: Int) async throws -> (status: Int, code: String?) {
+                var body = Data(#"{"identity_token":"a.b.c","authorization_code":"x","nonce":"n"}"#.utf8)
+                body.append(Data(repeating: UInt8(ascii: " "), count: size - body.count))
+                let pieces = stride(from: 0, to: body.count, by: 10_000).map {
+                    ByteBuffer(bytes: body[$0..<min($0 + 10_000, body.count)])
+                }
+                var request = HTTPClientRequest(url: h.baseURL + "/v1/auth/apple")
+                request.method = .POST
+                request.headers.add(name: "Content-Type", value: "application/json")
+                request.body = .stream(
+                    AsyncStream { continuation in
+                        for piece in pieces { continuation.yield(piece) }
+                        continuation.finish()
+                    },
+                    length: .unknown
+                )
+                let response = try await h.client.http.execute(request, timeout: .seconds(60))
+                let answer = try await response.body.collect(upTo: 1 << 20)
+                let object = try JSONSerialization.jsonObject(with: Data(answer.readableBytesView)) as? [String: Any]
+                return (Int(response.status.code), object?["code"] as? String)
+            }
+            // Read whole: the JSON ends in the first piece and the rest is whitespace, so it is the token that is refused.
+            let atLimit = try await post(size: 64 * 1024)
+            #expect(atLimit.status == 401)
+            #expect(atLimit.code == "identity_token_malformed")
+            let overLimit = try await post(size: 64 * 1024 + 1)
+            #expect(overLimit.status == 413)
+            #expect(overLimit.code == "payload_too_large")
+        }
+    }
+
     @Test("an unknown path is 404 not_found; a known path with the wrong method is 405 with Allow")
     func notFoundAndMethod() async throws {
         try await OrchardHarness.with { h in
@@ -115,6 +157,8 @@ struct HTTPHygieneTests {
             #expect(wrong.status == 405)
             #expect(wrong.code == "method_not_allowed")
             #expect(wrong.header("Allow") == "POST")
+            #expect(wrong.header("Content-Type") == "application/problem+json")
+            #expect(wrong.header("Cache-Control") == "no-store")
             #expect(try await h.request(.PUT, "/v1/session").code == "method_not_allowed")
         }
     }
