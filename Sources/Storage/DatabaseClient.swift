@@ -15,6 +15,10 @@ public protocol DatabaseClient: Sendable {
     func readNow(_ query: SQLQueryString) throws -> [any SQLRow]?
     /// Runs `body` in one transaction on one connection; commits when it returns, rolls back when it throws.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    /// The same database without the per-operation deadline an outage is answered by, for work that may rightly take
+    /// long: the migrator's (an index built on a large table, a replica waiting for another's migration lock). The
+    /// database itself when it has no deadline (SQLite).
+    var withoutDeadline: any DatabaseClient { get }
     /// Makes a committed deletion final in the files (SQLite: checkpoint and truncate the WAL, so no copy of a deleted
     /// row lingers in it; PostgreSQL: nothing, see docs/deletion.md).
     func purgeDeletedData() async throws

@@ -1,3 +1,4 @@
+import AppleIDEmulator
 import Foundation
 import NIOHTTP1
 import OrchardTesting
@@ -37,6 +38,26 @@ struct HungDatabaseTests {
             await database.remove()
             await setup.stop()
         }
+    }
+
+    @Test("a session check while PostgreSQL has stopped answering: 503 storage_unavailable at the deadline, not held for good")
+    func requestAnswered() async throws {
+        let stage = try await Stage.start(grace: 10)
+        defer { Task { await stage.stop() } }
+        let signIn = try await stage.client.signIn(stage.setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        #expect(try await stage.client.request(.GET, "/v1/session", bearer: token).status == 200)
+
+        stage.proxy.stall()
+        let started = ContinuousClock.now
+        let during = try await stage.client.request(.GET, "/v1/session", bearer: token)
+        let took = ContinuousClock.now - started
+        // Before, the read waited on its connection for good (the client gave up after its own 60 s).
+        #expect(during.status == 503)
+        #expect(during.code == "storage_unavailable")
+        #expect(stage.proxy.heldBytes > 0, "the read never reached the stalled database")
+        // The store's deadline is 10 s; the margin is for a loaded machine.
+        #expect(took < .seconds(30), "answered after \(took)")
     }
 
     @Test("SIGTERM while PostgreSQL has stopped answering: serve exits 0 soon after ORCHARD_SHUTDOWN_GRACE, saying why")

@@ -9,9 +9,10 @@ public struct Migrator: Sendable {
     private let database: any DatabaseClient
     private let logger: Logger
 
-    /// Creates a migrator for one database.
+    /// Creates a migrator for one database. It runs without the database's per-operation deadline: building an index on
+    /// a large table, or waiting for another replica's migration, may rightly take longer than any request should.
     public init(database: any DatabaseClient, logger: Logger) {
-        self.database = database
+        self.database = database.withoutDeadline
         self.logger = logger
     }
 

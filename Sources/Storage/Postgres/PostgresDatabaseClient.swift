@@ -14,21 +14,28 @@ import _ConnectionPoolModule
 /// PostgreSQL for several replicas: a pooled `PostgresClient` whose background run task this client owns.
 ///
 /// Every call is bounded by a deadline, so a database outage answers `storage_unavailable` instead of hanging, and the
-/// pool reconnects by itself when the server returns.
+/// pool reconnects by itself when the server returns. ``withoutDeadline`` is the same pool without it, for migrations.
 public final class PostgresDatabaseClient: DatabaseClient {
     private let client: PostgresClient
     private let runner: Task<Void, Never>
     private let logger: Logger
-    private let deadline: Duration
+    /// Half the time an operation may take (see ``bounded(_:)``); `nil` for none.
+    private let deadline: Duration?
 
     /// Always ``DatabaseFlavor/postgres``.
     public var flavor: DatabaseFlavor { .postgres }
 
-    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, deadline: Duration) {
+    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, deadline: Duration?) {
         self.client = client
         self.runner = runner
         self.logger = logger
         self.deadline = deadline
+    }
+
+    /// The same pool with no deadline: a migration building an index on a large table, or a replica waiting for another's
+    /// migration lock, may rightly take longer than any request should. Closing either closes the pool.
+    public var withoutDeadline: any DatabaseClient {
+        PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: nil)
     }
 
     /// Connects a pool to `url` (`postgres://USER:PASS@HOST:PORT/DB?sslmode=disable|prefer|require`).
@@ -92,10 +99,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         // `bounded` waits for its task before returning, so `body` does not really escape.
         try await withoutActuallyEscaping(body) { body in
-            try await bounded {
-                try await self.client.withConnection { connection in
-                    try await body(connection.sql(queryLogLevel: nil))
-                }
+            try await bounded { connection in
+                try await body(connection.sql(queryLogLevel: nil))
             }
         }
     }
@@ -103,10 +108,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// Runs `body` in one transaction on one pooled connection.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await withoutActuallyEscaping(body) { body in
-            try await bounded {
-                try await self.client.withConnection { connection in
-                    try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body)
-                }
+            try await bounded { connection in
+                try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body)
             }
         }
     }
@@ -120,31 +123,68 @@ public final class PostgresDatabaseClient: DatabaseClient {
         await runner.value
     }
 
-    /// Runs `work` within the deadline, mapping connection failures to ``Accounts/StoreError/unavailable(_:)``.
-    private func bounded<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) async throws -> T {
-        // The work runs in a task of its own that a timer on an event loop cancels at the deadline (a waiting lease
-        // and a running query both end on cancellation), so the caller's task is never cancelled and can still answer.
-        // A task group racing the work against `Task.sleep` did the same at several times the cost: two child tasks
-        // per statement, and a dispatch timer left pending for the whole deadline after every one.
+    /// Runs `work` on a pooled connection within twice the deadline, mapping connection failures to
+    /// ``Accounts/StoreError/unavailable(_:)``.
+    ///
+    /// The work runs in a task of its own that a timer on an event loop cancels at the deadline, so the caller's task is
+    /// never cancelled and can still answer. A waiting lease ends on cancellation; a query already sent does not (a
+    /// server that stopped answering would hold the request for good), so the timer also closes the connection it runs
+    /// on, which fails the query at once; the pool opens another. A task group racing the work against `Task.sleep` did
+    /// the same at several times the cost: two child tasks per statement, and a dispatch timer left pending for the whole
+    /// deadline after every one.
+    private func bounded<T: Sendable>(_ work: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let client = self.client
+        guard let deadline else {
+            return try await Self.mappingUnavailability(expired: { false }, { try await client.withConnection(work) })
+        }
         let expired = Atomic<Bool>(false)
-        let task = Task { try await work() }
+        let leased = Mutex<PostgresConnection?>(nil)
+        let task = Task {
+            try await client.withConnection { connection in
+                leased.withLock { $0 = connection }
+                defer { leased.withLock { $0 = nil } }
+                do {
+                    return try await work(connection)
+                } catch  where expired.load(ordering: .relaxed) {
+                    // Handed back to the pool only once closed, so that the pool has dropped it: handed back while
+                    // closing, it went to the next request, which then failed on it.
+                    try? await connection.closeFuture.get()
+                    throw error
+                }
+            }
+        }
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: (deadline * 2).timeAmount) {
             expired.store(true, ordering: .relaxed)
             task.cancel()
+            let connection = leased.withLock { $0 }
+            let closed: EventLoopFuture<Void>? = connection?.close()
+            _ = closed
         }
         defer { timer.cancel() }
-        do {
-            return try await withTaskCancellationHandler {
+        let awaited: () async throws -> T = {
+            try await withTaskCancellationHandler {
                 try await task.value
             } onCancel: {
                 task.cancel()
             }
+        }
+        return try await Self.mappingUnavailability(expired: { expired.load(ordering: .relaxed) }, awaited)
+    }
+
+    /// `work`'s result, with the driver's outage errors, and any error once `expired()`, as
+    /// ``Accounts/StoreError/unavailable(_:)``.
+    private static func mappingUnavailability<T: Sendable>(
+        expired: () -> Bool,
+        _ work: () async throws -> T
+    ) async throws -> T {
+        do {
+            return try await work()
         } catch let error as StoreError {
             throw error
-        } catch  where expired.load(ordering: .relaxed) {
+        } catch  where expired() {
             throw StoreError.unavailable("PostgreSQL did not answer in time")
         } catch let error as PSQLError {
-            if Self.isUnavailability(error) {
+            if isUnavailability(error) {
                 throw StoreError.unavailable("PostgreSQL: \(error.code)")
             }
             throw error

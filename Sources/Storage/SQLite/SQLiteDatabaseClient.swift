@@ -60,6 +60,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         }
     }
 
+    /// Itself: SQLite operations have no deadline (a busy writer answers at once, after its busy timeout).
+    public var withoutDeadline: any DatabaseClient { self }
+
     /// Runs `body` outside any transaction: its reads on reader connections, each write group-committed on its own.
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await body(GRDBSQLDatabase(route: .autocommit(pool, readers, writer), logger: logger))
