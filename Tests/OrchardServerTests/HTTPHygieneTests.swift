@@ -56,6 +56,26 @@ struct HTTPHygieneTests {
         }
     }
 
+    @Test("every lifecycle code answers the contract's status, and a problem knows which code it stands for")
+    func statusTable() {
+        // The contract's "Failures and their codes", row by row.
+        let contract: [AccountsError.Code: Int] = [
+            .invalidRequest: 400, .identityTokenMalformed: 401, .identityTokenSignature: 401, .identityTokenIssuer: 401,
+            .identityTokenAudience: 401, .identityTokenExpired: 401, .nonceMissing: 401, .nonceMismatch: 401, .nonceReused: 401,
+            .authorizationCodeRejected: 401, .subjectMismatch: 401, .appleClientRejected: 502, .appleUnavailable: 503,
+            .storageUnavailable: 503, .sessionInvalid: 401, .sessionRevoked: 401, .notFound: 404, .notificationInvalid: 400,
+            .stateInvalid: 400, .internalError: 500,
+        ]
+        for code in AccountsError.Code.allCases {
+            let problem = OrchardProblem(AccountsError(code, "why"))
+            #expect(Int(problem.status.code) == contract[code], "\(code)")
+            #expect(problem.code == code.rawValue)
+            #expect(problem.accountsCode == code)
+        }
+        #expect(OrchardProblem.payloadTooLarge.accountsCode == nil)
+        #expect(OrchardProblem.notFound.accountsCode == .notFound)
+    }
+
     @Test("the memo of encoded problem bodies tells apart every member and starts over when full")
     func problemBodyMemo() throws {
         let memo = EncodedProblemBodies(capacity: 3)

@@ -53,7 +53,7 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
             var problem = OrchardProblem(error)
             SessionCookie.addClearing(to: &problem.headers)
             throw problem
-        } catch var problem as OrchardProblem where problem.code == "session_revoked" || (ends && Self.isClientFault(problem)) {
+        } catch var problem as OrchardProblem where problem.accountsCode == .sessionRevoked || (ends && Self.isClientFault(problem)) {
             SessionCookie.addClearing(to: &problem.headers)
             throw problem
         }

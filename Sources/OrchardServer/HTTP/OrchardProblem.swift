@@ -40,6 +40,11 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         self.headers = headers
     }
 
+    /// The lifecycle code this problem stands for, when it stands for one (not `payload_too_large`,
+    /// `method_not_allowed`, `csrf_rejected` or `rate_limited`): what code that treats some problems apart matches on,
+    /// rather than the code's text.
+    public var accountsCode: AccountsError.Code? { AccountsError.Code(rawValue: code) }
+
     /// `400 invalid_request`.
     public static func invalidRequest(_ detail: String) -> OrchardProblem {
         OrchardProblem(.badRequest, code: "invalid_request", title: "Invalid request", detail: detail)
@@ -79,14 +84,18 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
 
     /// The problem for a lifecycle failure.
     public init(_ error: AccountsError) {
+        // Every code by name, no `default`: a new code does not compile until it has a status.
         let status: HTTPResponse.Status =
             switch error.code {
             case .invalidRequest, .notificationInvalid, .stateInvalid: .badRequest
+            case .identityTokenMalformed, .identityTokenSignature, .identityTokenIssuer, .identityTokenAudience,
+                .identityTokenExpired, .nonceMissing, .nonceMismatch, .nonceReused, .authorizationCodeRejected,
+                .subjectMismatch, .sessionInvalid, .sessionRevoked:
+                .unauthorized
             case .appleClientRejected: .badGateway
             case .appleUnavailable, .storageUnavailable: .serviceUnavailable
             case .notFound: .notFound
             case .internalError: .internalServerError
-            default: .unauthorized
             }
         var extra: [String: String] = [:]
         if let reason = error.sessionEndReason { extra["reason"] = reason.rawValue }
