@@ -1,3 +1,4 @@
+import AppleID
 import Foundation
 import Hummingbird
 import NIOCore
@@ -95,7 +96,7 @@ public final class OTLPReceiver: Sendable {
         let hexDigits = CharacterSet(charactersIn: "0123456789abcdefABCDEF")
         if text.count == 32 || text.count == 16, text.unicodeScalars.allSatisfy(hexDigits.contains) { return text.lowercased() }
         guard let bytes = Data(base64Encoded: text) else { return text }
-        return bytes.map { String(format: "%02x", $0) }.joined()
+        return bytes.hexString
     }
 
     /// Stops the receiver.
