@@ -13,10 +13,17 @@ import Testing
 )
 struct PostgresDeadlineTests {
     /// Runs `body` with a client of its own, on a fresh, migrated database, with a 0.5 s deadline: an operation may take
-    /// 1 s. Both are removed afterwards.
-    static func withClient(_ body: (PostgresDatabaseClient) async throws -> Void) async throws {
+    /// 1 s. With `statementTimeout`, the database sets it for every new session, as an operator may for Orchard's role.
+    /// Both are removed afterwards.
+    static func withClient(statementTimeout: String? = nil, _ body: (PostgresDatabaseClient) async throws -> Void) async throws {
         let database = try await TestDatabase.make(.postgres)
         guard case .postgres(let url) = database.url else { throw CancellationError() }
+        if let statementTimeout {
+            try await database.client.withDatabase { db in
+                let name = try await db.raw("SELECT current_database() AS name").first()?.decode(column: "name", as: String.self) ?? ""
+                try await db.raw("ALTER DATABASE \(ident: name) SET statement_timeout = \(unsafeRaw: "'" + statementTimeout + "'")").run()
+            }
+        }
         let client = try PostgresDatabaseClient.open(url: url, poolSize: 3, caFile: nil, deadline: .milliseconds(500), logger: Logger(label: "test"))
         do {
             try await body(client)
@@ -53,28 +60,43 @@ struct PostgresDeadlineTests {
         }
     }
 
-    @Test("a migration waiting past the deadline for another replica's migration lock completes")
+    @Test("a statement the server cancels at its statement_timeout is storage_unavailable, before the deadline")
+    func serverTimeout() async throws {
+        try await Self.withClient(statementTimeout: "300ms") { client in
+            do {
+                try await client.withDatabase { db in try await db.raw("SELECT pg_sleep(20)").run() }
+                Issue.record("pg_sleep(20) finished")
+            } catch let error as StoreError {
+                #expect(error == .unavailable(""))
+                #expect(error.reason != "PostgreSQL did not answer in time", "the deadline ended it, not the server")
+            }
+            // The connection the server cancelled on is still good.
+            let one = try await client.withDatabase { db in try await db.raw("SELECT 1 AS one").first()?.decode(column: "one", as: Int.self) }
+            #expect(one == 1)
+        }
+    }
+
+    @Test("a migration waiting past the deadline, and past the role's statement_timeout, for another replica's lock completes")
     func migrationWaits() async throws {
-        try await Self.withClient { client in
-            // Another replica's migration holds the lock for 1.5 s, past the 1 s an operation may take.
+        try await Self.withClient(statementTimeout: "500ms") { client in
+            // Another replica's migration holds the lock for 4 s, well past the 1 s an operation may take; it says when it
+            // holds it.
+            let (held, holding) = AsyncStream.makeStream(of: Void.self)
             let holder = Task {
+                defer { holding.finish() }
                 try await client.withoutDeadline.transaction { db in
                     try await db.raw("SELECT pg_advisory_xact_lock(7262634) AS locked").run()
-                    try await Task.sleep(for: .milliseconds(1500))
+                    holding.yield()
+                    try await Task.sleep(for: .seconds(4))
                 }
             }
             defer { holder.cancel() }
-            let held = await eventually(timeout: 10) {
-                let rows = try? await client.withDatabase { db in
-                    try await db.raw("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND objid = 7262634 AND granted").all()
-                }
-                return rows?.isEmpty == false
-            }
-            #expect(held, "the holder never took the migration lock")
+            var signals = held.makeAsyncIterator()
+            _ = await signals.next()
 
             let started = ContinuousClock.now
             try await Migrator(database: client, logger: Logger(label: "test")).migrate()
-            #expect(ContinuousClock.now - started > .seconds(1), "the migration did not wait for the lock")
+            #expect(ContinuousClock.now - started > .seconds(2), "the migration did not wait for the lock")
             try await holder.value
         }
     }

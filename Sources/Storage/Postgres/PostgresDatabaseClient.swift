@@ -105,11 +105,16 @@ public final class PostgresDatabaseClient: DatabaseClient {
         }
     }
 
-    /// Runs `body` in one transaction on one pooled connection.
+    /// Runs `body` in one transaction on one pooled connection. Without a deadline, the transaction also lifts any
+    /// `statement_timeout` the server sets for Orchard's role, which is meant for requests, not migrations.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await withoutActuallyEscaping(body) { body in
+        let unbounded = deadline == nil
+        return try await withoutActuallyEscaping(body) { body in
             try await bounded { connection in
-                try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN", body)
+                try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN") { db in
+                    if unbounded { try await db.raw("SET LOCAL statement_timeout = 0").run() }
+                    return try await body(db)
+                }
             }
         }
     }
@@ -129,34 +134,58 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// The work runs in a task of its own that a timer on an event loop cancels at the deadline, so the caller's task is
     /// never cancelled and can still answer. A waiting lease ends on cancellation; a query already sent does not (a
     /// server that stopped answering would hold the request for good), so the timer also closes the connection it runs
-    /// on, which fails the query at once; the pool opens another. A task group racing the work against `Task.sleep` did
-    /// the same at several times the cost: two child tasks per statement, and a dispatch timer left pending for the whole
-    /// deadline after every one.
+    /// on, which fails the query; the pool opens another. One lock orders the lease, the timer and the release (see
+    /// ``Attempt``). A task group racing the work against `Task.sleep` did the same at several times the cost: two child
+    /// tasks per statement, and a dispatch timer left pending for the whole deadline after every one.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = self.client
         guard let deadline else {
             return try await Self.mappingUnavailability(expired: { false }, { try await client.withConnection(work) })
         }
-        let expired = Atomic<Bool>(false)
-        let leased = Mutex<PostgresConnection?>(nil)
+        let attempt = Mutex(Attempt.waiting)
         let task = Task {
             try await client.withConnection { connection in
-                leased.withLock { $0 = connection }
-                defer { leased.withLock { $0 = nil } }
-                do {
-                    return try await work(connection)
-                } catch  where expired.load(ordering: .relaxed) {
-                    // Handed back to the pool only once closed, so that the pool has dropped it: handed back while
-                    // closing, it went to the next request, which then failed on it.
-                    try? await connection.closeFuture.get()
-                    throw error
+                let granted = attempt.withLock { state in
+                    guard case .waiting = state else { return false }
+                    state = .leased(connection)
+                    return true
                 }
+                // A lease granted after the deadline: the work is not started on it.
+                guard granted else { throw StoreError.unavailable("PostgreSQL did not answer in time") }
+                let result: Result<T, any Error>
+                do {
+                    result = .success(try await work(connection))
+                } catch {
+                    result = .failure(error)
+                }
+                let closing = attempt.withLock { state in
+                    guard case .closing = state else {
+                        state = .released
+                        return false
+                    }
+                    return true
+                }
+                // Handed back to the pool only once closed, so that the pool has dropped it: handed back while closing,
+                // it went to the next request, which then failed on it.
+                if closing { try? await connection.closeFuture.get() }
+                return try result.get()
             }
         }
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: (deadline * 2).timeAmount) {
-            expired.store(true, ordering: .relaxed)
+            let connection = attempt.withLock { state -> PostgresConnection? in
+                switch state {
+                case .waiting:
+                    state = .expired
+                    return nil
+                case .leased(let connection):
+                    state = .closing(connection)
+                    return connection
+                case .expired, .closing, .released:
+                    return nil
+                }
+            }
             task.cancel()
-            let connection = leased.withLock { $0 }
+            // Still this attempt's: the task hands it back only after seeing `.closing`, and then only once closed.
             let closed: EventLoopFuture<Void>? = connection?.close()
             _ = closed
         }
@@ -168,7 +197,30 @@ public final class PostgresDatabaseClient: DatabaseClient {
                 task.cancel()
             }
         }
-        return try await Self.mappingUnavailability(expired: { expired.load(ordering: .relaxed) }, awaited)
+        return try await Self.mappingUnavailability(expired: { attempt.withLock { $0.isExpired } }, awaited)
+    }
+
+    /// Where one bounded operation stands, changed only under its lock: the lease, the timer and the release each move
+    /// it on, so the timer closes a connection only while this operation holds it, and a lease granted after the
+    /// deadline is not used.
+    private enum Attempt: Sendable {
+        /// Waiting for a lease.
+        case waiting
+        /// Working on a leased connection.
+        case leased(PostgresConnection)
+        /// The deadline passed before a lease.
+        case expired
+        /// The deadline passed during the work: the connection is being closed, and goes back to the pool once closed.
+        case closing(PostgresConnection)
+        /// Done, and the connection handed back.
+        case released
+
+        var isExpired: Bool {
+            switch self {
+            case .expired, .closing: true
+            case .waiting, .leased, .released: false
+            }
+        }
     }
 
     /// `work`'s result, with the driver's outage errors, and any error once `expired()`, as
@@ -185,7 +237,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
             throw StoreError.unavailable("PostgreSQL did not answer in time")
         } catch let error as PSQLError {
             if isUnavailability(error) {
-                throw StoreError.unavailable("PostgreSQL: \(error.code)")
+                let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
+                throw StoreError.unavailable("PostgreSQL: \(error.code)\(state)")
             }
             throw error
         } catch let error as _ConnectionPoolModule.ConnectionPoolError {
@@ -198,9 +251,10 @@ public final class PostgresDatabaseClient: DatabaseClient {
     private static func isUnavailability(_ error: PSQLError) -> Bool {
         switch error.code {
         case .server:
-            // Class 08: connection exception; 57P0x: shutdown; 53xxx: insufficient resources.
+            // Class 08: connection exception; 57P0x: shutdown; 53xxx: insufficient resources; 57014: cancelled by the
+            // server, as a `statement_timeout` set for Orchard's role does (docs/operations.md).
             let state = error.serverInfo?[.sqlState] ?? ""
-            return state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53")
+            return state.hasPrefix("08") || state.hasPrefix("57P") || state.hasPrefix("53") || state == "57014"
         default:
             return true
         }
