@@ -70,6 +70,9 @@ struct PostgresDeadlineTests {
                 #expect(error == .unavailable(""))
                 #expect(error.reason != "PostgreSQL did not answer in time", "the deadline ended it, not the server")
             }
+            // The migrator's view lifts it, with or without a transaction of the caller's.
+            try await client.withoutDeadline.withDatabase { db in try await db.raw("SELECT pg_sleep(0.6)").run() }
+            try await client.withoutDeadline.transaction { db in try await db.raw("SELECT pg_sleep(0.6)").run() }
             // The connection the server cancelled on is still good.
             let one = try await client.withDatabase { db in try await db.raw("SELECT 1 AS one").first()?.decode(column: "one", as: Int.self) }
             #expect(one == 1)

@@ -95,10 +95,12 @@ public final class PostgresDatabaseClient: DatabaseClient {
         nil
     }
 
-    /// Runs `body` on a pooled connection.
+    /// Runs `body` on a pooled connection. Without a deadline, it runs in a transaction of its own, so that it too lifts
+    /// the `statement_timeout` a role may set (see ``transaction(_:)``).
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        if deadline == nil { return try await transaction(body) }
         // `bounded` waits for its task before returning, so `body` does not really escape.
-        try await withoutActuallyEscaping(body) { body in
+        return try await withoutActuallyEscaping(body) { body in
             try await bounded { connection in
                 try await body(connection.sql(queryLogLevel: nil))
             }
@@ -166,8 +168,12 @@ public final class PostgresDatabaseClient: DatabaseClient {
                     return true
                 }
                 // Handed back to the pool only once closed, so that the pool has dropped it: handed back while closing,
-                // it went to the next request, which then failed on it.
-                if closing { try? await connection.closeFuture.get() }
+                // it went to the next request, which then failed on it. The same when the server closed it.
+                var failed: Bool {
+                    guard case .failure = result else { return false }
+                    return true
+                }
+                if closing || (failed && connection.isClosed) { try? await connection.closeFuture.get() }
                 return try result.get()
             }
         }
