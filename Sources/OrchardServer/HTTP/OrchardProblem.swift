@@ -172,8 +172,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         var fields = Self.bodyHeaders
         if !headers.isEmpty {
             fields = headers
-            fields[.contentType] = "application/problem+json"
-            fields[.cacheControl] = "no-store"
+            for field in Self.bodyHeaders { fields[field.name] = field.value }
         }
         let body = try EncodedProblemBodies.shared.body(of: self)
         return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: body))

@@ -153,7 +153,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
                     return true
                 }
                 // A lease granted after the deadline: the work is not started on it.
-                guard granted else { throw StoreError.unavailable("PostgreSQL did not answer in time") }
+                guard granted else { throw Self.timedOut }
                 let result: Result<T, any Error>
                 do {
                     result = .success(try await work(connection))
@@ -206,6 +206,9 @@ public final class PostgresDatabaseClient: DatabaseClient {
         return try await Self.mappingUnavailability(expired: { attempt.withLock { $0.isExpired } }, awaited)
     }
 
+    /// What an operation past its deadline answers.
+    private static let timedOut = StoreError.unavailable("PostgreSQL did not answer in time")
+
     /// Where one bounded operation stands, changed only under its lock: the lease, the timer and the release each move
     /// it on, so the timer closes a connection only while this operation holds it, and a lease granted after the
     /// deadline is not used.
@@ -240,7 +243,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         } catch let error as StoreError {
             throw error
         } catch  where expired() {
-            throw StoreError.unavailable("PostgreSQL did not answer in time")
+            throw timedOut
         } catch let error as PSQLError {
             if isUnavailability(error) {
                 let state = error.serverInfo?[.sqlState].map { " (SQLSTATE \($0))" } ?? ""
