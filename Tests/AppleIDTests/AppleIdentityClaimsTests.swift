@@ -30,6 +30,23 @@ struct AppleIdentityClaimsTests {
     @Test("a boolean claim holding anything else fails to decode")
     func badBoolean() {
         #expect(throws: DecodingError.self) { try decode(#"{\#(base),"email_verified":"yes"}"#) }
+        #expect(throws: DecodingError.self) { try decode(#"{\#(base),"is_private_email":1}"#) }
+    }
+
+    @Test("null booleans and statuses are nil, strings in any case and whole numbers in any shape are read")
+    func lenientShapes() throws {
+        let nulls = try decode(#"{\#(base),"email_verified":null,"is_private_email":null,"real_user_status":null}"#)
+        #expect(nulls.emailVerified == nil)
+        #expect(nulls.isPrivateEmail == nil)
+        #expect(nulls.realUserStatus == nil)
+        let strings = try decode(#"{\#(base),"email_verified":"TRUE","is_private_email":"False","real_user_status":"2"}"#)
+        #expect(strings.emailVerified == true)
+        #expect(strings.isPrivateEmail == false)
+        #expect(strings.realUserStatus == 2)
+        #expect(try decode(#"{\#(base),"real_user_status":1.0}"#).realUserStatus == 1)
+        #expect(throws: DecodingError.self) { try decode(#"{\#(base),"real_user_status":1.5}"#) }
+        #expect(throws: DecodingError.self) { try decode(#"{\#(base),"real_user_status":"likely"}"#) }
+        #expect(throws: DecodingError.self) { try decode(#"{\#(base),"auth_time":"yesterday"}"#) }
     }
 
     @Test("every other claim Apple sends is read")

@@ -7,6 +7,7 @@ struct AppleNonceTests {
     func hash() {
         #expect(AppleNonce.hash("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
         #expect(AppleNonce.hash("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(AppleNonce.Hashed("abc").hex == AppleNonce.hash("abc"))
     }
 
     @Test("a claim matches the raw nonce itself (web flow) and its hash (native apps)")
@@ -14,15 +15,15 @@ struct AppleNonceTests {
         let raw = "20B20D-0S8-1K8"
         #expect(AppleNonce.matches(claim: raw, raw: raw))
         #expect(AppleNonce.matches(claim: AppleNonce.hash(raw), raw: raw))
-        #expect(AppleNonce.matches(claim: raw, raw: raw, rawHash: AppleNonce.hash(raw)))
-        #expect(AppleNonce.matches(claim: AppleNonce.hash(raw), raw: raw, rawHash: AppleNonce.hash(raw)))
+        #expect(AppleNonce.matches(claim: raw, nonce: AppleNonce.Hashed(raw)))
+        #expect(AppleNonce.matches(claim: AppleNonce.hash(raw), nonce: AppleNonce.Hashed(raw)))
     }
 
     @Test("any other claim does not match", arguments: ["other", "", "20B20D-0S8-1K9", "20b20d-0s8-1k8"])
     func mismatch(claim: String) {
         #expect(!AppleNonce.matches(claim: claim, raw: "20B20D-0S8-1K8"))
         #expect(!AppleNonce.matches(claim: AppleNonce.hash(claim), raw: "20B20D-0S8-1K8"))
-        #expect(!AppleNonce.matches(claim: claim, raw: "20B20D-0S8-1K8", rawHash: AppleNonce.hash("20B20D-0S8-1K8")))
+        #expect(!AppleNonce.matches(claim: claim, nonce: AppleNonce.Hashed("20B20D-0S8-1K8")))
     }
 
     @Test("an uppercase hash is not the hash")

@@ -103,13 +103,13 @@ extension Accounts {
     private func consumeNonce(claim: String?, raw: String?) async throws(AccountsError) {
         guard let claim, !claim.isEmpty else { throw AccountsError(.nonceMissing, "the identity token carries no nonce") }
         guard let raw, !raw.isEmpty else { throw AccountsError(.nonceMissing, "the request carries no nonce") }
-        let rawHash = AppleNonce.hash(raw)
-        guard AppleNonce.matches(claim: claim, raw: raw, rawHash: rawHash) else {
+        let hashed = AppleNonce.Hashed(raw)
+        guard AppleNonce.matches(claim: claim, nonce: hashed) else {
             throw AccountsError(.nonceMismatch, "the identity token's nonce is not the request's nonce")
         }
         let outcome: NonceConsumption
         do {
-            let hashes = [rawHash]
+            let hashes = [hashed.hex]
             let now = clock.now()
             // A nonce that cannot be consumed is refused on this thread, without suspending (see ImmediateRead).
             if case .read(let refusal?) = try store.nonceRefusalNow(hashes: hashes, now: now) {

@@ -3,12 +3,15 @@ import HTTPTypes
 import Hummingbird
 
 extension Request {
+    /// One decoder for every request body (it keeps no state between calls).
+    private static let bodyDecoder = JSONDecoder()
+
     /// Reads at most 64 KiB of JSON body and decodes it; any failure is `400 invalid_request` (or `413`).
     func decodeJSON<T: Decodable>(as type: T.Type, context: some RequestContext) async throws -> T {
         let buffer = try await collectedBody()
         guard buffer.readableBytes > 0 else { throw OrchardProblem.invalidRequest("the body must be a JSON object") }
         do {
-            return try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView))
+            return try Self.bodyDecoder.decode(T.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {
             throw OrchardProblem.invalidRequest(Self.describe(error))
         } catch {
