@@ -24,6 +24,19 @@ import Testing
         #expect(throws: VaultError.corrupt) { try vault.open(sealed, context: "account:a:name") }
     }
 
+    @Test("a value not in the vault's format does not open, and names no key unless it is well formed")
+    func malformed() throws {
+        let vault = TokenVault(keys: [old])
+        let sealed = try vault.seal("value", context: "c")
+        let body = String(sealed.dropFirst("v1.k1.".count))
+        for bad in ["", "v1", "v1.", "v1.k1", "v2.k1.\(body)", "v1k1.\(body)", "v1.k1.\(body).x", "v1.k1.!\(body)", "x\(sealed)"] {
+            #expect(throws: VaultError.corrupt, "\(bad)") { try vault.open(bad, context: "c") }
+        }
+        #expect(throws: VaultError.unknownKey("k9")) { try vault.open("v1.k9.\(body)", context: "c") }
+        #expect(throws: VaultError.unknownKey("")) { try vault.open("v1..\(body)", context: "c") }
+        #expect(try vault.open("v1.k1.\(body)", context: "c").value == "value")
+    }
+
     @Test("after rotation the new key seals and the old one still opens")
     func rotation() throws {
         let before = TokenVault(keys: [old])
