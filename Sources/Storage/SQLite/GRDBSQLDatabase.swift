@@ -63,10 +63,9 @@ struct GRDBSQLDatabase: SQLDatabase {
         let (sql, binds) = serialize(query)
         guard SQLiteStatementKind(sql: sql) == .read else { return nil }
         logger.trace("sql", metadata: ["sql": "\(sql)"])
-        let arguments = try Self.arguments(binds)
         var rows: [any SQLRow] = []
         do {
-            let done: Void? = try readers.read { try Self.read(sql, arguments, on: $0) { rows.append($0) } }
+            let done: Void? = try readers.read { try Self.read(sql, binds, on: $0) { rows.append($0) } }
             return done == nil ? nil : rows
         } catch {
             throw Self.mapped(error)
@@ -111,6 +110,77 @@ struct GRDBSQLDatabase: SQLDatabase {
     ) throws {
         let statement = try database.cachedStatement(sql: sql)
         try statement.setArguments(arguments)
+        try step(statement, sql, on: database, onRow)
+    }
+
+    /// ``read(_:_:on:_:)-(_,StatementArguments,_,_)`` with SQLKit's binds, bound through the SQLite API when they are all
+    /// text or integers (the reads that every request makes): GRDB's `StatementArguments`, made from the binds and then
+    /// validated and bound, were about 0.9 µs of each such read in the session check's profile. Any other bind goes
+    /// through GRDB as before.
+    private static func read(
+        _ sql: String,
+        _ binds: [any Encodable & Sendable],
+        on database: Database,
+        _ onRow: (any SQLRow) -> Void
+    ) throws {
+        let statement = try database.cachedStatement(sql: sql)
+        if !(try bindTextAndIntegers(binds, to: statement, on: database)) {
+            try statement.setArguments(try arguments(binds))
+        }
+        try step(statement, sql, on: database, onRow)
+    }
+
+    /// Binds `binds` to `statement` through the SQLite API when each is a `String`, `Int` or `Int64`; `false`, having
+    /// bound nothing, when one is not.
+    private static func bindTextAndIntegers(
+        _ binds: [any Encodable & Sendable],
+        to statement: Statement,
+        on database: Database
+    ) throws -> Bool {
+        let raw = statement.sqliteStatement
+        guard binds.allSatisfy({ $0 is String || $0 is Int || $0 is Int64 }) else { return false }
+        guard Int(sqlite3_bind_parameter_count(raw)) == binds.count else {
+            throw DatabaseError(
+                resultCode: .SQLITE_MISUSE,
+                message: "\(binds.count) values for \(sqlite3_bind_parameter_count(raw)) parameters",
+                sql: statement.sql
+            )
+        }
+        sqlite3_reset(raw)
+        for (offset, bind) in binds.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch bind {
+            case let text as String:
+                code = sqlite3_bind_text(raw, index, text, -1, transient)
+            case let number as Int:
+                code = sqlite3_bind_int64(raw, index, Int64(number))
+            case let number as Int64:
+                code = sqlite3_bind_int64(raw, index, number)
+            default:
+                code = SQLITE_MISUSE
+            }
+            guard code == SQLITE_OK else {
+                throw DatabaseError(
+                    resultCode: ResultCode(rawValue: code),
+                    message: String(cString: sqlite3_errmsg(database.sqliteConnection)),
+                    sql: statement.sql
+                )
+            }
+        }
+        return true
+    }
+
+    /// SQLite copies a bound text before the call returns.
+    private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
+
+    /// Steps a read whose arguments are bound, copying each row's values.
+    private static func step(
+        _ statement: Statement,
+        _ sql: String,
+        on database: Database,
+        _ onRow: (any SQLRow) -> Void
+    ) throws {
         let columns = statement.columnNames
         let raw = statement.sqliteStatement
         // Reset when done, which ends the read transaction at once.
