@@ -21,6 +21,7 @@ import platform
 import re
 import secrets
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -38,7 +39,8 @@ def options():
     p.add_argument("--orchard", required=True, help="the orchard binary (release build)")
     p.add_argument("--verify-benchmark", required=True, help="the VerifyBenchmark binary (release build)")
     p.add_argument("--work-dir", required=True, help="where logs, databases, payloads and results.json go")
-    p.add_argument("--duration", type=int, default=10, help="seconds per HTTP path")
+    p.add_argument("--duration", type=int, default=5, help="seconds per HTTP path in each round")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved rounds of the anchor and the HTTP paths")
     p.add_argument("--warmup", type=int, default=2, help="seconds of unmeasured load before each HTTP path")
     p.add_argument("--threads", type=int, default=2, help="wrk threads")
     p.add_argument("--connections", type=int, default=32, help="wrk connections (ingest uses --ingest-connections)")
@@ -180,12 +182,15 @@ def expect_answers(name, result, all_non2xx=False):
 
 
 def http_paths(opts, serve, base, emulator, session_token, results, prefix, with_nonce_path):
-    results[f"{prefix}bare"] = measure(serve, opts, base + "/health/live")
-    expect_answers("bare route", results[f"{prefix}bare"])
+    """The anchor and the paths against it, in `--rounds` interleaved rounds (bare, session, nonce, bare, ...).
+
+    Each path's ratio is the median of its per-round ratios to the anchor measured just before it in the same round, so a
+    change in the host's load between the anchor's run and a path's run moves one round, not the figure.
+    """
     Client(base).json("GET", "/v1/session", headers={"Authorization": f"Bearer {session_token}"})
-    results[f"{prefix}session"] = measure(serve, opts, base + "/v1/session",
-                                          headers=[f"Authorization: Bearer {session_token}"])
-    expect_answers("session check", results[f"{prefix}session"])
+    paths = [("bare", "bare route", base + "/health/live", {}, False),
+             ("session", "session check", base + "/v1/session",
+              {"headers": [f"Authorization: Bearer {session_token}"]}, False)]
     if with_nonce_path:
         # A genuinely signed token whose nonce Orchard never issued: verification, then one nonce lookup, then 401.
         nonce = "never-issued-" + secrets.token_hex(16)
@@ -197,9 +202,30 @@ def http_paths(opts, serve, base, emulator, session_token, results, prefix, with
         status, answer = Client(base).call("POST", "/v1/auth/apple", open(body_file).read())
         if status != 401 or b"nonce_mismatch" not in answer:
             raise BenchError(f"the never-issued nonce was answered {status}: {answer[:300]!r}")
-        results[f"{prefix}nonce_mismatch"] = measure(serve, opts, base + "/v1/auth/apple",
-                                                     script=os.path.join(WRK, "post_body.lua"), script_args=[body_file])
-        expect_answers("never-issued nonce", results[f"{prefix}nonce_mismatch"], all_non2xx=True)
+        paths.append(("nonce_mismatch", "never-issued nonce", base + "/v1/auth/apple",
+                      {"script": os.path.join(WRK, "post_body.lua"), "script_args": [body_file]}, True))
+    rounds = {name: [] for name, *_ in paths}
+    for _ in range(opts.rounds):
+        for name, label, url, wrk_args, all_non2xx in paths:
+            result = measure(serve, opts, url, **wrk_args)
+            expect_answers(label, result, all_non2xx=all_non2xx)
+            rounds[name].append(result)
+    for name, runs in rounds.items():
+        results[prefix + name] = combine_rounds(runs, rounds["bare"])
+
+
+def combine_rounds(runs, anchors):
+    """One path's rounds as one row: median rate, p50, CPU and ratio to the round's anchor; the worst round's p99."""
+    ratios = [run["rps"] / anchor["rps"] for run, anchor in zip(runs, anchors)]
+    p50s = [run["p50_ms"] for run in runs if run["p50_ms"] is not None]
+    p99s = [run["p99_ms"] for run in runs if run["p99_ms"] is not None]
+    return {
+        "rps": statistics.median(run["rps"] for run in runs), "requests": sum(run["requests"] for run in runs),
+        "p50_ms": statistics.median(p50s) if p50s else None, "p99_ms": max(p99s) if p99s else None,
+        "cpu_ms_per_request": statistics.median(run["cpu_ms_per_request"] for run in runs),
+        "peak_rss_mib": max(run["peak_rss_mib"] for run in runs), "non2xx": sum(run["non2xx"] for run in runs),
+        "ratio_to_bare": statistics.median(ratios), "round_ratios": ratios, "rounds": runs,
+    }
 
 
 # MARK: Notifications
@@ -413,10 +439,20 @@ def print_table(r):
         x = r.get(key)
         if not x:
             continue
-        ratio = f"{x['rps'] / r[anchor]['rps']:.2f}" if anchor and r.get(anchor) else "-"
+        if "ratio_to_bare" in x and anchor:
+            ratio = f"{x['ratio_to_bare']:.2f}"
+        else:
+            ratio = f"{x['rps'] / r[anchor]['rps']:.2f}" if anchor and r.get(anchor) else "-"
         f = lambda v: f"{v:7.2f}" if v is not None else "      -"  # noqa: E731
         print(f"{label:34} {x['rps']:8.0f} {f(x['p50_ms'])} {f(x['p99_ms'])} {ratio:>6} "
               f"{x['cpu_ms_per_request']:10.3f} {x['peak_rss_mib']:6.0f} MiB  {target or ''}")
+    rounds = [(label, r[key]["round_ratios"]) for key, label, _, anchor in rows
+              if r.get(key) and anchor and key != anchor and "round_ratios" in r[key]]
+    if rounds:
+        print(f"\nHTTP paths: medians of {r['options']['rounds']} interleaved rounds of {r['options']['duration']} s "
+              "(p99: the worst round's); x bare is the median of each round's ratio to that round's anchor:")
+        for label, ratios in rounds:
+            print(f"  {label:32} {', '.join(f'{x:.3f}' for x in ratios)}")
     for key in ("sqlite_ingest", "postgres_ingest"):
         x = r.get(key)
         if x:
