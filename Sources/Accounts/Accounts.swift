@@ -234,6 +234,6 @@ public final class Accounts: Sendable {
 
     /// SHA-256 of a string, lowercase hex.
     static func sha256Hex(_ value: String) -> String {
-        SHA256.hash(data: Data(value.utf8)).hexString
+        SHA256.hash(utf8: value).hexString
     }
 }

@@ -8,7 +8,7 @@ import Foundation
 public enum AppleNonce {
     /// The SHA-256 of `raw`'s UTF-8 bytes, as 64 lowercase hexadecimal characters.
     public static func hash(_ raw: String) -> String {
-        SHA256.hash(data: Data(raw.utf8)).hexString
+        SHA256.hash(utf8: raw).hexString
     }
 
     /// Whether a token's `nonce` claim is `raw` itself or its ``hash(_:)``.
@@ -22,9 +22,9 @@ public enum AppleNonce {
     /// ``matches(claim:raw:)`` for a caller in this package that also needs the raw nonce's ``hash(_:)`` (to look the
     /// nonce up by it): the raw nonce is hashed once for both.
     package static func matches(claim: String, nonce: Hashed) -> Bool {
-        let claimDigest = SHA256.hash(data: Data(claim.utf8))
+        let claimDigest = SHA256.hash(utf8: claim)
         let equalsRaw = claimDigest == nonce.digest
-        let equalsHash = claimDigest == SHA256.hash(data: Data(nonce.hex.utf8))
+        let equalsHash = claimDigest == SHA256.hash(utf8: nonce.hex)
         return equalsRaw || equalsHash
     }
 
@@ -36,7 +36,7 @@ public enum AppleNonce {
         package let hex: String
 
         package init(_ raw: String) {
-            digest = SHA256.hash(data: Data(raw.utf8))
+            digest = SHA256.hash(utf8: raw)
             hex = digest.hexString
         }
     }
