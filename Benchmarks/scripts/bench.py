@@ -55,7 +55,10 @@ def options():
     p.add_argument("--verify-seconds", type=float, default=5)
     p.add_argument("--skip-inprocess", action="store_true")
     p.add_argument("--postgres-url", default=os.environ.get("ORCHARD_BENCH_POSTGRES_URL"))
-    return p.parse_args()
+    opts = p.parse_args()
+    if opts.rounds < 1 or opts.duration < 1:
+        p.error("--rounds and --duration must be at least 1")
+    return opts
 
 
 # MARK: In process
@@ -184,7 +187,7 @@ def expect_answers(name, result, all_non2xx=False):
 def http_paths(opts, serve, base, emulator, session_token, results, prefix, with_nonce_path):
     """The anchor and the paths against it, in `--rounds` interleaved rounds (bare, session, nonce, bare, ...).
 
-    Each path's ratio is the median of its per-round ratios to the anchor measured just before it in the same round, so a
+    Each path's ratio is the median of its per-round ratios to the anchor measured at the start of the same round, so a
     change in the host's load between the anchor's run and a path's run moves one round, not the figure.
     """
     Client(base).json("GET", "/v1/session", headers={"Authorization": f"Bearer {session_token}"})
@@ -224,6 +227,7 @@ def combine_rounds(runs, anchors):
         "p50_ms": statistics.median(p50s) if p50s else None, "p99_ms": max(p99s) if p99s else None,
         "cpu_ms_per_request": statistics.median(run["cpu_ms_per_request"] for run in runs),
         "peak_rss_mib": max(run["peak_rss_mib"] for run in runs), "non2xx": sum(run["non2xx"] for run in runs),
+        "socket_errors": sum(run.get("socket_errors", 0) for run in runs),
         "ratio_to_bare": statistics.median(ratios), "round_ratios": ratios, "rounds": runs,
     }
 

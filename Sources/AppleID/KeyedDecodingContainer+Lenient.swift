@@ -4,12 +4,13 @@ import Foundation
 extension KeyedDecodingContainer {
     /// A boolean sent as a JSON boolean or as the string `"true"`/`"false"`; `nil` when absent or null.
     ///
-    /// The common shapes cost one lookup: `decodeIfPresent` answers absent, null and a JSON boolean at once, where asking
+    /// The usual shapes cost one lookup: `decodeIfPresent` answers absent, null and a JSON boolean at once, where asking
     /// `contains`, then `decodeNil`, then `decode` looked the key up three times (about 0.9 µs of an identity token's
-    /// claims, measured in a loop).
+    /// claims, measured in a loop). It throws only for a value that is present and not null, which is then read as text.
     func decodeLenientBoolIfPresent(forKey key: Key) throws -> Bool? {
-        if let value = try? decodeIfPresent(Bool.self, forKey: key) { return value }
-        guard contains(key), try !decodeNil(forKey: key) else { return nil }
+        do {
+            return try decodeIfPresent(Bool.self, forKey: key)
+        } catch {}
         if let text = try? decode(String.self, forKey: key) {
             switch text.lowercased() {
             case "true": return true
@@ -24,9 +25,12 @@ extension KeyedDecodingContainer {
     }
 
     /// An integer sent as a JSON number or as a string of digits; `nil` when absent or null.
+    ///
+    /// One lookup for absent, null and a JSON integer, as ``decodeLenientBoolIfPresent(forKey:)``.
     func decodeLenientIntIfPresent(forKey key: Key) throws -> Int? {
-        if let value = try? decodeIfPresent(Int.self, forKey: key) { return value }
-        guard contains(key), try !decodeNil(forKey: key) else { return nil }
+        do {
+            return try decodeIfPresent(Int.self, forKey: key)
+        } catch {}
         if let value = try? decode(Double.self, forKey: key), let exact = Int(exactly: value) { return exact }
         if let text = try? decode(String.self, forKey: key), let value = Int(text) { return value }
         throw DecodingError.typeMismatch(
@@ -45,11 +49,12 @@ extension KeyedDecodingContainer {
     }
 
     /// An instant sent as seconds since 1970; `nil` when absent or null.
+    ///
+    /// One lookup for absent, null and whole seconds, as ``decodeLenientBoolIfPresent(forKey:)``.
     func decodeSecondsIfPresent(forKey key: Key) throws -> Date? {
-        if let whole = try? decodeIfPresent(Int64.self, forKey: key) {
-            return Date(timeIntervalSince1970: TimeInterval(whole))
-        }
-        guard contains(key), try !decodeNil(forKey: key) else { return nil }
+        do {
+            return try decodeIfPresent(Int64.self, forKey: key).map { Date(timeIntervalSince1970: TimeInterval($0)) }
+        } catch {}
         return Date(timeIntervalSince1970: try decode(Double.self, forKey: key))
     }
 

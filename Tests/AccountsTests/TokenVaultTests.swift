@@ -35,6 +35,15 @@ import Testing
         #expect(throws: VaultError.unknownKey("k9")) { try vault.open("v1.k9.\(body)", context: "c") }
         #expect(throws: VaultError.unknownKey("")) { try vault.open("v1..\(body)", context: "c") }
         #expect(try vault.open("v1.k1.\(body)", context: "c").value == "value")
+        // The format is cut on bytes: a dot followed by a combining mark is still the dot before the key id.
+        #expect(throws: VaultError.unknownKey("\u{301}k1")) { try vault.open("v1.\u{301}k1.\(body)", context: "c") }
+        // keyID(of:) reads the same format as open.
+        #expect(vault.keyID(of: sealed) == "k1")
+        #expect(vault.keyID(of: "v1.k9.\(body)") == "k9")
+        #expect(vault.keyID(of: "v1.\u{301}k1.\(body)") == "\u{301}k1")
+        for bad in ["", "v1", "v1.", "v1.k1", "v2.k1.\(body)", "v1k1.\(body)"] {
+            #expect(vault.keyID(of: bad) == nil, "\(bad)")
+        }
     }
 
     @Test("after rotation the new key seals and the old one still opens")

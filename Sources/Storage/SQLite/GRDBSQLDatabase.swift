@@ -132,6 +132,10 @@ struct GRDBSQLDatabase: SQLDatabase {
 
     /// Binds `binds` to `statement` through the SQLite API when each is a `String`, `Int` or `Int64`; `false`, having
     /// bound nothing, when one is not.
+    ///
+    /// GRDB's own record of the statement's arguments is then stale. That is harmless as long as every use of a cached
+    /// statement binds all of its parameters first, as GRDB's `setArguments` and this function do: never run a cached
+    /// statement through GRDB without arguments after this.
     private static func bindTextAndIntegers(
         _ binds: [any Encodable & Sendable],
         to statement: Statement,
