@@ -153,8 +153,15 @@ public final class Accounts: Sendable {
     }
 
     /// Whether the database answers (`/health/ready`).
-    public func isStorageReachable() async -> Bool {
-        await store.isReachable()
+    /// - Throws: `storage_unavailable`, whose reason says what kept the database from answering (for the log).
+    public func checkStorage() async throws(AccountsError) {
+        do {
+            try await store.checkReachable()
+        } catch let error as StoreError {
+            throw AccountsError.storage(error)
+        } catch {
+            throw AccountsError(.storageUnavailable, "the database does not answer: \(String(reflecting: type(of: error)))")
+        }
     }
 
     // MARK: Helpers

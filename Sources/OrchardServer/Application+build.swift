@@ -44,7 +44,7 @@ public func buildApplication(
     }
     // Outside the problem middleware, so that each request is counted under the status it was answered with.
     router.middlewares.add(RequestMetricsMiddleware(factory: dependencies.metrics))
-    router.middlewares.add(ProblemMiddleware(routes: routes))
+    router.middlewares.add(ProblemMiddleware(routes: routes, log: ProblemLog(clock: dependencies.clock)))
     if configuration.rateLimitPerMinute > 0 {
         router.middlewares.add(
             RateLimitMiddleware(
@@ -117,7 +117,7 @@ func metricsApplication(
 ) -> some Service {
     let router = Router(context: OrchardRequestContext.self)
     let routes = RouteTable()
-    router.middlewares.add(ProblemMiddleware(routes: routes))
+    router.middlewares.add(ProblemMiddleware(routes: routes, log: ProblemLog(clock: SystemWallClock())))
     router.get("metrics") { _, _ in OperationsController<OrchardRequestContext>.metricsResponse(registry) }
     routes.add(.get, "/metrics")
     return Application(

@@ -207,7 +207,7 @@ import Testing
             #expect(session.endReason == .signedOut)
             #expect(owner?.id == "acct_1" && owner?.subjectHash == "s")
             #expect(session.expiresAt == now.addingTimeInterval(60))
-            #expect(await store.isReachable())
+            try await store.checkReachable()
         }
     }
 

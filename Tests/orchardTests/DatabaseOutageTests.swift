@@ -111,6 +111,9 @@ struct DatabaseOutageTests {
             let during = try await client.request(.GET, "/v1/session", bearer: token)
             #expect(during.status == 503)
             #expect(during.code == "storage_unavailable")
+            // The client learns that the database cannot be used, not which engine failed or how; the log says that.
+            #expect(during["detail"] == "the database cannot be used right now; try again shortly")
+            #expect(!String(decoding: during.body, as: UTF8.self).contains("PostgreSQL"))
             #expect(try await client.request(.POST, "/v1/auth/apple/nonce").code == "storage_unavailable")
             // Apple's notification is not acknowledged while it cannot be stored (Apple may send it again), and a
             // deletion changes nothing.
@@ -138,6 +141,10 @@ struct DatabaseOutageTests {
             }
             #expect(forwardingOff, "the resent notification was not acted on: \(serve.logText.suffix(4000))")
             let seen = statuses.withLock { $0 }
+            // The outage is logged with PostgreSQL's reason, once and then at most every 10 s, not once per 503.
+            let outageLines = serve.logText.split(separator: "\n").filter { $0.contains("storage unavailable: requests are answered 503") }
+            #expect(!outageLines.isEmpty && outageLines.allSatisfy { $0.contains("PostgreSQL") }, "\(outageLines)")
+            #expect(outageLines.count < seen.filter { $0 == 503 }.count + 4, "one line per refused request")
             // Whatever the background load got answered, none was a 500. (Whether any of its requests fell inside the
             // outage depends on the machine's load; the 503s are asserted directly above.)
             #expect(!seen.contains(500), "a 500 was answered during the outage")

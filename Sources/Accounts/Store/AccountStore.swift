@@ -51,6 +51,6 @@ public protocol AccountStore: Sendable {
     func sessionViewNow(tokenHash: String) throws -> ImmediateRead<(session: SessionRecord, account: SealedAccountView?)?>
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
-    /// Whether the database answers.
-    func isReachable() async -> Bool
+    /// Runs a trivial query; throws what kept the database from answering it.
+    func checkReachable() async throws
 }

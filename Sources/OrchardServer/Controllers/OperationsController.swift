@@ -36,9 +36,8 @@ public struct OperationsController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func ready(_ request: Request, context: Context) async throws -> Response {
-        guard await accounts.isStorageReachable() else {
-            throw AccountsError(.storageUnavailable, "the database does not answer")
-        }
+        // A database that does not answer is `503 storage_unavailable`; why goes to the log (ProblemMiddleware).
+        try await accounts.checkStorage()
         return Self.json(.ok, #"{"status":"ready"}"#)
     }
 

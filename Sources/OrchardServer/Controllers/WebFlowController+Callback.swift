@@ -42,9 +42,7 @@ extension WebFlowController {
             problem.headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
             throw problem
         } catch let error as AccountsError {
-            if error.code == .internalError {
-                context.logger.error("internal error", metadata: ["error.reason": "\(error.reason)"])
-            }
+            // The problem keeps the reason it leaves out, which ProblemMiddleware logs.
             var problem = OrchardProblem(error)
             problem.headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
             throw problem

@@ -22,6 +22,9 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     public var extra: [String: String]
     /// Extra headers (e.g. `Allow`, `Clear-Site-Data`).
     public var headers: HTTPFields
+    /// What went wrong, for the log only (``ProblemLog``), never sent: the reason behind an internal error or a storage
+    /// outage, which names internals (an engine, a driver's error) the client has no use for.
+    public var logReason: String?
 
     /// Creates a problem.
     public init(
@@ -74,6 +77,9 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         )
     }
 
+    /// The detail of every `503 storage_unavailable`: which engine failed, and how, is for the log.
+    public static let storageUnavailableDetail = "the database cannot be used right now; try again shortly"
+
     /// `500 internal_error`, for a bug: the detail says nothing of it.
     public static let internalError = OrchardProblem(
         .internalServerError,
@@ -99,9 +105,17 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
             }
         var extra: [String: String] = [:]
         if let reason = error.sessionEndReason { extra["reason"] = reason.rawValue }
-        // An internal error's reason is for the log only.
-        let detail = error.code == .internalError ? OrchardProblem.internalError.detail : error.reason
+        // An internal error's reason, and a storage outage's, are for the log only.
+        let detail =
+            if error.code == .internalError {
+                OrchardProblem.internalError.detail
+            } else if error.code == .storageUnavailable {
+                OrchardProblem.storageUnavailableDetail
+            } else {
+                error.reason
+            }
         self.init(status, code: error.code.rawValue, title: Self.title(for: error.code), detail: detail, extra: extra)
+        if error.code == .internalError || error.code == .storageUnavailable { logReason = error.reason }
     }
 
     private static func title(for code: AccountsError.Code) -> String {

@@ -4,13 +4,19 @@ public import Hummingbird
 import Logging
 
 /// The outermost middleware: every failure becomes problem details; unknown paths `404`, wrong methods `405`, bodies
-/// over 64 KiB `413` before they are read; and a bug becomes a bare `500` whose details go only to the log.
+/// over 64 KiB `413` before they are read; a bug becomes a bare `500`, and a storage outage a `503` that names no
+/// engine, their reasons going only to the log (``ProblemLog``).
 public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     let routes: RouteTable
+    let log: ProblemLog
 
     /// Creates the middleware over the table of served routes.
-    public init(routes: RouteTable) {
+    /// - Parameters:
+    ///   - routes: The served routes, for `404` and `405`.
+    ///   - log: Where the reasons a problem answer leaves out are logged.
+    public init(routes: RouteTable, log: ProblemLog) {
         self.routes = routes
+        self.log = log
     }
 
     /// Handles one request.
@@ -21,12 +27,12 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
         do {
             return try await next(request, context)
         } catch let problem as OrchardProblem {
+            log.record(problem, logger: context.logger)
             return try problem.response(from: request, context: context)
         } catch let error as AccountsError {
-            if error.code == .internalError {
-                context.logger.error("internal error", metadata: ["error.reason": "\(error.reason)"])
-            }
-            return try OrchardProblem(error).response(from: request, context: context)
+            let problem = OrchardProblem(error)
+            log.record(problem, logger: context.logger)
+            return try problem.response(from: request, context: context)
         } catch let error as any HTTPResponseError {
             return try problem(for: error, request: request, context: context).response(from: request, context: context)
         } catch {

@@ -244,13 +244,9 @@ public struct SQLAccountStore: AccountStore {
         }
     }
 
-    /// Whether the database answers a trivial query.
-    public func isReachable() async -> Bool {
-        do {
-            return try await database.withDatabase { db in try await db.raw("SELECT 1 AS one").first() != nil }
-        } catch {
-            return false
-        }
+    /// Runs a trivial query; throws what kept the database from answering it.
+    public func checkReachable() async throws {
+        _ = try await database.withDatabase { db in try await db.raw("SELECT 1 AS one").first() }
     }
 
     /// A session read under the `session_` aliases of ``session(tokenHash:)``.
