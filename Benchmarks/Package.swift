@@ -25,6 +25,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // JSONReaderBenchmark only: the one JSON reader on the package mirror besides Foundation's.
+        .package(url: "https://github.com/apple/swift-protobuf.git", from: "1.39.0"),
     ],
     targets: [
         .executableTarget(
@@ -40,6 +42,15 @@ let package = Package(
                 .product(name: "SQLKit", package: "sql-kit"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "JSONReaderBenchmark",
+            dependencies: [
+                .product(name: "AppleID", package: mainPackage),
+                .product(name: "AppleIDEmulator", package: mainPackage),
+                .product(name: "SwiftProtobuf", package: "swift-protobuf"),
             ],
             swiftSettings: swiftSettings
         ),
