@@ -34,26 +34,23 @@ public final class ProblemLog: Sendable {
     /// Logs the problem's reason when it has one to log (see the type's documentation).
     public func record(_ problem: OrchardProblem, logger: Logger) {
         guard let reason = problem.logReason else { return }
-        switch problem.accountsCode {
-        case .internalError:
+        guard problem.accountsCode == .storageUnavailable else {
             logger.error("internal error", metadata: ["error.reason": "\(reason)"])
-        case .storageUnavailable:
-            let now = clock.now()
-            let unlogged: Int? = outages.withLock { state in
-                if let last = state.lastLogged, now >= last, now.timeIntervalSince(last) < interval.seconds {
-                    state.unlogged += 1
-                    return nil
-                }
-                defer { state = OutageState(lastLogged: now, unlogged: 0) }
-                return state.unlogged
-            }
-            guard let unlogged else { return }
-            logger.warning(
-                "storage unavailable: requests are answered 503",
-                metadata: ["error.reason": "\(reason)", "storage.unlogged_failures": "\(unlogged)"]
-            )
-        default:
-            logger.warning("request failed", metadata: ["error.reason": "\(reason)"])
+            return
         }
+        let now = clock.now()
+        let unlogged: Int? = outages.withLock { state in
+            if let last = state.lastLogged, now >= last, now.timeIntervalSince(last) < interval.seconds {
+                state.unlogged += 1
+                return nil
+            }
+            defer { state = OutageState(lastLogged: now, unlogged: 0) }
+            return state.unlogged
+        }
+        guard let unlogged else { return }
+        logger.warning(
+            "storage unavailable: requests are answered 503",
+            metadata: ["error.reason": "\(reason)", "storage.unlogged_failures": "\(unlogged)"]
+        )
     }
 }
