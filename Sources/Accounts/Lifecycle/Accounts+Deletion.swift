@@ -158,8 +158,10 @@ extension Accounts {
         return SHA256.hash(data: Data("\(salt):\(subject.value)".utf8)).hexString
     }
 
-    /// One outbox row per configured URL for an event.
+    /// One outbox row per configured URL for an event; none, and the body not encoded, when no URL is configured (the
+    /// encoding was 1.5 % of the server's CPU under notification ingest in a `perf` profile, for rows never written).
     func webhooks(for event: WebhookEvent) -> [WebhookDelivery] {
+        guard !configuration.webhookURLs.isEmpty else { return [] }
         let body = event.body
         return configuration.webhookURLs.map { url in
             WebhookDelivery(
