@@ -208,7 +208,7 @@ let package = Package(
         ),
         .testTarget(
             name: "AccountsTests",
-            dependencies: ["Accounts", "OrchardTesting"],
+            dependencies: ["Accounts", "OrchardTesting", .product(name: "InMemoryLogging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Accounts
 import Foundation
+import InMemoryLogging
 import Logging
 import OrchardTesting
 import Synchronization
@@ -122,4 +123,73 @@ final class CountingHandler: JobHandler, Sendable {
         }
         #expect(state.completions.first?.map(\.job) == Array(0..<12))
     }
+
+    @Test("failed claims are logged for the first pass, then at most once per interval per kind, and the recovery once")
+    func claimFailuresAreSpaced() async {
+        let memory = InMemoryLogHandler()
+        let logger = Logger(label: "test.jobs") { _ in memory }
+        let engine = JobEngine(clock: clock)
+        let first = UnclaimableHandler(kind: JobKind("first"))
+        let second = UnclaimableHandler(kind: JobKind("second"))
+        func lines(_ message: String, _ kind: String) -> [InMemoryLogHandler.Entry] {
+            memory.entries.filter { $0.message.description == message && $0.metadata["job.kind"] == .string(kind) }
+        }
+
+        for _ in 0..<5 { #expect(await engine.runPass(first, logger: logger) == 0) }
+        #expect(lines("cannot claim jobs", "first").count == 1)
+        #expect(lines("cannot claim jobs", "first").first?.level == .warning)
+        #expect(lines("cannot claim jobs", "first").first?.metadata["error"] == "the database is down")
+        #expect(lines("cannot claim jobs", "first").first?.metadata["job.unlogged_failures"] == "0")
+        await engine.runPass(second, logger: logger)
+        #expect(lines("cannot claim jobs", "second").count == 1, "one kind's failures do not silence another's")
+
+        clock.advance(by: JobEngine.claimFailureLogInterval.seconds - 0.1)
+        await engine.runPass(first, logger: logger)
+        #expect(lines("cannot claim jobs", "first").count == 1, "within the interval")
+        clock.advance(by: 0.1)
+        await engine.runPass(first, logger: logger)
+        #expect(lines("cannot claim jobs", "first").count == 2)
+        #expect(lines("cannot claim jobs", "first").last?.metadata["job.unlogged_failures"] == "5")
+
+        first.failing.withLock { $0 = false }
+        await engine.runPass(first, logger: logger)
+        await engine.runPass(first, logger: logger)
+        #expect(lines("claiming jobs again", "first").count == 1)
+        #expect(lines("claiming jobs again", "first").first?.level == .info)
+        #expect(lines("claiming jobs again", "first").first?.metadata["job.failed_passes"] == "7")
+        #expect(lines("claiming jobs again", "second").isEmpty)
+
+        // A later outage is a new run, logged at once.
+        first.failing.withLock { $0 = true }
+        await engine.runPass(first, logger: logger)
+        #expect(lines("cannot claim jobs", "first").count == 3)
+        #expect(lines("cannot claim jobs", "first").last?.metadata["job.unlogged_failures"] == "0")
+    }
+}
+
+/// A kind whose claims fail while ``failing`` is set, as when the database is down; it has no jobs otherwise.
+final class UnclaimableHandler: JobHandler, Sendable {
+    struct Unavailable: Error, CustomStringConvertible {
+        var description: String { "the database is down" }
+    }
+
+    let kind: JobKind
+    let batchSize = 4
+    let concurrency = 1
+    let failing = Mutex(true)
+
+    init(kind: JobKind) {
+        self.kind = kind
+    }
+
+    func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [Int] {
+        if failing.withLock({ $0 }) { throw Unavailable() }
+        return []
+    }
+
+    func perform(_ job: Int, logger: Logger) async throws -> JobOutcome<Void> { .done }
+
+    func complete(_ results: [JobResult<Int, Void>], at now: Date) async throws {}
+
+    func metadata(for job: Int) -> Logger.Metadata { [:] }
 }

@@ -103,6 +103,7 @@ struct DatabaseOutageTests {
                 }
             }
             try await Task.sleep(for: .seconds(1))
+            let outageBegan = Date()
             try await offThePool { cluster.stop() }
             let sawOutage = await eventually(timeout: 30) {
                 (try? await client.request(.GET, "/health/ready"))?.status == 503
@@ -122,6 +123,9 @@ struct DatabaseOutageTests {
             #expect(unstored.status == 503)
             #expect(unstored.code == "storage_unavailable")
             #expect(try await client.request(.DELETE, "/v1/account", bearer: token).code == "storage_unavailable")
+            // The job kinds cannot claim while the database is down (they try every second).
+            let claimsFailed = await eventually(timeout: 30) { !Self.kinds(logging: "cannot claim jobs", in: serve.logText).isEmpty }
+            #expect(claimsFailed, "no job kind logged a failed claim")
             try await offThePool { cluster.start() }
             let recovered = await eventually(timeout: 60) {
                 (try? await client.request(.GET, "/health/ready"))?.status == 200
@@ -140,6 +144,19 @@ struct DatabaseOutageTests {
                 return account?["email_forwarding"] as? String == "disabled"
             }
             #expect(forwardingOff, "the resent notification was not acted on: \(serve.logText.suffix(4000))")
+            // Each kind that could not claim says so once it claims again; until then, it logged its failures once and
+            // then at most once per 10 s (before, once per kind per second).
+            let failedKinds = Set(Self.kinds(logging: "cannot claim jobs", in: serve.logText))
+            let claimingAgain = await eventually(timeout: 30) {
+                failedKinds.isSubset(of: Self.kinds(logging: "claiming jobs again", in: serve.logText))
+            }
+            #expect(claimingAgain, "\(serve.logText.suffix(4000))")
+            let outageSeconds = Date().timeIntervalSince(outageBegan)
+            let failureLines = Self.kinds(logging: "cannot claim jobs", in: serve.logText)
+            for kind in failedKinds {
+                let count = failureLines.filter { $0 == kind }.count
+                #expect(count <= 1 + Int(outageSeconds / 10), "\(kind): \(count) lines in \(Int(outageSeconds)) s")
+            }
             let seen = statuses.withLock { $0 }
             // The outage is logged with PostgreSQL's reason, once and then at most every 10 s, not once per 503.
             let outageLines = serve.logText.split(separator: "\n").filter { $0.contains("storage unavailable: requests are answered 503") }
@@ -160,5 +177,12 @@ struct DatabaseOutageTests {
         }
         await setup.stop()
         try await offThePool { cluster.remove() }
+    }
+
+    /// The `job.kind` of each log line with this message, in the log's order.
+    static func kinds(logging message: String, in log: String) -> [String] {
+        log.split(separator: "\n").filter { $0.hasSuffix(" " + message) }.compactMap { line in
+            line.firstRange(of: "job.kind=").map { String(line[$0.upperBound...].prefix { $0 != " " }) }
+        }
     }
 }

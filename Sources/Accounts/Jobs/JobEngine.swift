@@ -11,16 +11,27 @@ import Tracing
 /// costs the same however many rows are not due. Each outcome is counted in `orchard_jobs_total` (by `kind` and
 /// `outcome`); the kinds' own counters are the handlers'. The loop that runs passes (at start-up, on wake-ups, every
 /// second) is the server's `JobService`.
+///
+/// A claim that fails (the database is down, say) is tried again on the next pass, and logged as a warning for the
+/// first pass of a kind that fails, then at most once per ``claimFailureLogInterval`` with the count of failed passes
+/// left unlogged, and once more, at info, when the kind claims again: during an outage, every kind failing each second
+/// made a line per kind per second.
 public struct JobEngine: Sendable {
     /// Where claims take `now` and outcomes their time from.
     let clock: any WallClock
     /// Where `orchard_jobs_total` goes.
     let metrics: any MetricsFactory
+    /// Spaces the lines about failed claims, by kind.
+    let claimFailures: FailureLogSpacing
+
+    /// The shortest time between two lines about one kind's failed claims.
+    public static let claimFailureLogInterval: Duration = .seconds(10)
 
     /// Creates the engine; `metrics` defaults to the process's factory.
     public init(clock: any WallClock, metrics: any MetricsFactory = MetricsSystem.factory) {
         self.clock = clock
         self.metrics = metrics
+        self.claimFailures = FailureLogSpacing(clock: clock, interval: Self.claimFailureLogInterval)
     }
 
     /// One pass of a handler: claims up to `limit` due jobs (the handler's batch size by default), performs them and
@@ -37,8 +48,16 @@ public struct JobEngine: Sendable {
                 logger: logger
             )
         } catch {
-            logger.warning("cannot claim jobs", metadata: ["job.kind": "\(handler.kind)", "error": "\(error)"])
+            if let unlogged = claimFailures.failure(handler.kind.name) {
+                logger.warning(
+                    "cannot claim jobs",
+                    metadata: ["job.kind": "\(handler.kind)", "error": "\(error)", "job.unlogged_failures": "\(unlogged)"]
+                )
+            }
             return 0
+        }
+        if let failures = claimFailures.success(handler.kind.name) {
+            logger.info("claiming jobs again", metadata: ["job.kind": "\(handler.kind)", "job.failed_passes": "\(failures)"])
         }
         if !jobs.isEmpty {
             // A span per pass that claimed something (an idle tick makes none), the jobs' spans inside it.

@@ -2,7 +2,6 @@ import Accounts
 public import AppleID
 import Foundation
 public import Logging
-import Synchronization
 
 /// Logs what a problem answer leaves out: the reason behind an internal error, every time, and the reason behind a
 /// storage outage, at most once per ``interval``.
@@ -13,22 +12,15 @@ import Synchronization
 /// first failure is logged at once, and then one line per interval, saying how many failures went unlogged since.
 public final class ProblemLog: Sendable {
     /// The shortest time between two lines about storage outages.
-    public let interval: Duration
-    private let clock: any WallClock
-    private let outages = Mutex<OutageState>(OutageState())
-
-    private struct OutageState {
-        var lastLogged: Date?
-        var unlogged = 0
-    }
+    public var interval: Duration { outages.interval }
+    private let outages: FailureLogSpacing
 
     /// Creates the log.
     /// - Parameters:
     ///   - clock: The clock that spaces the outage lines.
     ///   - interval: The shortest time between two lines about storage outages (10 seconds by default).
     public init(clock: any WallClock, interval: Duration = .seconds(10)) {
-        self.clock = clock
-        self.interval = interval
+        self.outages = FailureLogSpacing(clock: clock, interval: interval)
     }
 
     /// Logs the problem's reason when it has one to log (see the type's documentation).
@@ -38,16 +30,7 @@ public final class ProblemLog: Sendable {
             logger.error("internal error", metadata: ["error.reason": "\(reason)"])
             return
         }
-        let now = clock.now()
-        let unlogged: Int? = outages.withLock { state in
-            if let last = state.lastLogged, now >= last, now.timeIntervalSince(last) < interval.seconds {
-                state.unlogged += 1
-                return nil
-            }
-            defer { state = OutageState(lastLogged: now, unlogged: 0) }
-            return state.unlogged
-        }
-        guard let unlogged else { return }
+        guard let unlogged = outages.failure() else { return }
         logger.warning(
             "storage unavailable: requests are answered 503",
             metadata: ["error.reason": "\(reason)", "storage.unlogged_failures": "\(unlogged)"]

@@ -1,4 +1,5 @@
 import Accounts
+import AppleID
 import Dispatch
 import GRDB
 import Logging
@@ -12,6 +13,11 @@ import Synchronization
 /// means durable data (`synchronous=FULL`). Writes that arrived meanwhile form the next group, which the first of them
 /// leads. The fsync of a commit is thus paid once per group, not once per request. `BEGIN` and `COMMIT` run on a
 /// dispatch queue of their own, so waiting for the lock or the disk never blocks Swift's cooperative threads.
+///
+/// A group that fails (the file locked by another process past the busy timeout, a full disk) is logged for the first
+/// failure and then at most once per 10 s, with the count left unlogged: while the file stays locked, every write and
+/// every job kind's claim fails alike, and each of them made a line. The first commit after such failures says how many
+/// groups failed.
 final class SQLiteWriter: Sendable {
     private struct Queue {
         var pending: [any SQLiteGroupWrite] = []
@@ -26,6 +32,7 @@ final class SQLiteWriter: Sendable {
     private let logger: Logger
     private let queue = Mutex(Queue())
     private let diskQueue = DispatchQueue(label: "orchard.sqlite.commit")
+    private let failures = FailureLogSpacing(clock: SystemWallClock(), interval: .seconds(10))
 
     init(pool: DatabasePool, logger: Logger) {
         self.pool = pool
@@ -115,9 +122,17 @@ final class SQLiteWriter: Sendable {
             }
             let end = committed ? "COMMIT" : "ROLLBACK"
             try await onDiskQueue { try $0.execute(sql: end) }
+            if let failed = failures.success() {
+                logger.info("SQLite group commits succeed again", metadata: ["sqlite.failed_groups": "\(failed)"])
+            }
         } catch {
             let failure = GRDBSQLDatabase.mapped(error)
-            logger.error("an SQLite group commit failed", metadata: ["sqlite.group_size": "\(group.count)", "error": "\(failure)"])
+            if let unlogged = failures.failure() {
+                logger.error(
+                    "an SQLite group commit failed",
+                    metadata: ["sqlite.group_size": "\(group.count)", "error": "\(failure)", "sqlite.unlogged_failures": "\(unlogged)"]
+                )
+            }
             try? await onDiskQueue { db in if db.isInsideTransaction { try db.execute(sql: "ROLLBACK") } }
             for write in group { write.fail(with: failure) }
         }
