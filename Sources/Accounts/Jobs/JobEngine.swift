@@ -12,10 +12,10 @@ import Tracing
 /// `outcome`); the kinds' own counters are the handlers'. The loop that runs passes (at start-up, on wake-ups, every
 /// second) is the server's `JobService`.
 ///
-/// A claim that fails (the database is down, say) is tried again on the next pass, and logged as a warning for the
-/// first pass of a kind that fails, then at most once per ``claimFailureLogInterval`` with the count of failed passes
-/// left unlogged, and once more, at info, when the kind claims again: during an outage, every kind failing each second
-/// made a line per kind per second.
+/// A claim that fails (the database is down, say) is tried again on the next pass. It is logged as a warning at most
+/// once per ``claimFailureLogInterval`` and kind, with the count of failed passes left unlogged, and the first claim
+/// after a logged failure is logged at info (see ``FailureLogSpacing``): during an outage, every kind failing each
+/// second made a line per kind per second.
 public struct JobEngine: Sendable {
     /// Where claims take `now` and outcomes their time from.
     let clock: any WallClock

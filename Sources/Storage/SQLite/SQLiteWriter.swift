@@ -14,9 +14,9 @@ import Synchronization
 /// leads. The fsync of a commit is thus paid once per group, not once per request. `BEGIN` and `COMMIT` run on a
 /// dispatch queue of their own, so waiting for the lock or the disk never blocks Swift's cooperative threads.
 ///
-/// A group that fails (the file locked by another process past the busy timeout, a full disk) is logged for the first
-/// failure and then at most once per 10 s, with the count left unlogged: while the file stays locked, every write and
-/// every job kind's claim fails alike, and each of them made a line. The first commit after such failures says how many
+/// A group that fails (the file locked by another process past the busy timeout, a full disk) is logged at most once
+/// per 10 s, with the count left unlogged (see ``FailureLogSpacing``): while the file stays locked, every write and every
+/// job kind's claim fails alike, and each of them made a line. The first commit after logged failures says how many
 /// groups failed.
 final class SQLiteWriter: Sendable {
     private struct Queue {
@@ -122,7 +122,8 @@ final class SQLiteWriter: Sendable {
             }
             let end = committed ? "COMMIT" : "ROLLBACK"
             try await onDiskQueue { try $0.execute(sql: end) }
-            if let failed = failures.success() {
+            // A group whose every write failed rolls back: the writes' own failures, not a failed commit.
+            if committed, let failed = failures.success() {
                 logger.info("SQLite group commits succeed again", metadata: ["sqlite.failed_groups": "\(failed)"])
             }
         } catch {
