@@ -48,6 +48,10 @@ public struct FirstAuthorizationUser: Sendable, Hashable {
 /// on ``deleteAccount()``, on ``signOut()``, and when Apple's device-side state says the credential is `revoked` or
 /// `notFound` (``checkAppleCredentialState()``, ``appleCredentialWasRevoked()``), the client removes the stored
 /// session, runs every handler registered with ``onWipe(_:)`` once, and publishes ``AuthState/signedOut(_:)``.
+///
+/// A sign-out is never undone by an answer that was already on its way: a call that waits on Orchard and then stores a
+/// session or publishes ``AuthState/signedIn(_:)`` (``signIn(identityToken:authorizationCode:nonce:user:)``,
+/// ``session()``) does neither when the app was signed out while it waited, and throws ``OrchardError/notSignedIn``.
 public actor OrchardClient {
     /// Every change of ``state``, starting with the state at creation. One consumer (the app's model) reads it.
     public nonisolated let states: AsyncStream<AuthState>
@@ -60,6 +64,9 @@ public actor OrchardClient {
     private let urlSession: URLSession
     private let credentialStates: (any CredentialStateProvider)?
     private var wipeHandlers: [@Sendable () async -> Void] = []
+    /// How many times ``wipe(_:)`` has run. A call that stores a session or publishes `signedIn` after waiting on
+    /// Orchard reads it before its request and goes ahead only if it has not moved.
+    private var wipeGeneration = 0
 
     /// Creates the client of the Orchard at `baseURL`, keeping the session in `store`.
     ///
@@ -112,6 +119,9 @@ public actor OrchardClient {
     ///   - nonce: ``Nonce/value`` of the nonce whose SHA-256 went to Apple.
     ///   - user: the name (and email) Apple gave on the first authorization only.
     /// - Returns: The account, new or returning.
+    /// - Throws: ``OrchardError/notSignedIn`` when the app was signed out (``signOut()``,
+    ///   ``appleCredentialWasRevoked()``, any other sign-out) while Orchard answered: the sign-out wins, and the new
+    ///   session is neither stored nor published (Orchard ends it when it expires).
     public func signIn(
         identityToken: String,
         authorizationCode: String,
@@ -151,7 +161,9 @@ public actor OrchardClient {
             posted = Body.User(name: name, email: user.email)
         }
         let body = Body(identityToken: identityToken, authorizationCode: authorizationCode, nonce: nonce, user: posted)
+        let generation = wipeGeneration
         let answer: Answer = try await call("POST", "/v1/auth/apple", bearer: nil, body: body)
+        guard wipeGeneration == generation else { throw .notSignedIn }
         do {
             try store.save(StoredSession(token: answer.session.token, expiresAt: answer.session.expiresAt, account: answer.account))
         } catch {
@@ -164,12 +176,17 @@ public actor OrchardClient {
     /// Asks Orchard whether the session still holds (`GET /v1/session`) and returns the account as it stands.
     ///
     /// A revoked or unknown session signs the app out (see the type's documentation) before the error is thrown.
+    ///
+    /// - Throws: ``OrchardError/notSignedIn`` when no session is stored, and when the app was signed out while Orchard
+    ///   answered: the answer is then dropped, so the wiped session is not stored again and `signedIn` is not published.
     public func session() async throws(OrchardError) -> Account {
         struct Answer: Decodable {
             var account: Account
         }
+        let generation = wipeGeneration
         let stored = try storedSession()
         let answer: Answer = try await call("GET", "/v1/session", bearer: stored.token)
+        guard wipeGeneration == generation else { throw .notSignedIn }
         var updated = stored
         updated.account = answer.account
         try? store.save(updated)
@@ -246,7 +263,11 @@ public actor OrchardClient {
 
     /// Removes the stored session, runs the wipe handlers and publishes `signedOut(reason)`; does nothing when the app
     /// is already signed out, so each sign-out runs the handlers once.
+    ///
+    /// Every call counts in ``wipeGeneration``, even one with nothing to wipe: a sign-in still waiting on Orchard must
+    /// not sign the app back in after the user signed out.
     private func wipe(_ reason: SignOutReason) async {
+        wipeGeneration += 1
         if case .signedOut = state, (try? store.load()) == nil { return }
         // The state changes before the handlers run: a second failure arriving meanwhile finds it signed out.
         publish(.signedOut(reason))

@@ -63,7 +63,8 @@ public enum OrchardError: Error, Sendable, Hashable {
     case transport(String)
     /// Orchard answered something that is not its API (e.g. a proxy's error page).
     case unexpectedResponse(status: Int)
-    /// The call needs a session and none is stored.
+    /// The call needs a session and none is stored, or the app was signed out while the call waited on Orchard (its
+    /// answer is then dropped rather than undo the sign-out).
     case notSignedIn
 
     /// The problem code, when Orchard answered with one.

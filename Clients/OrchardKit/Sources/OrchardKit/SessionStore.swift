@@ -43,45 +43,6 @@ public final class InMemorySessionStore: SessionStore, @unchecked Sendable {
     public func remove() throws { lock.withLock { session = nil } }
 }
 
-/// A session kept in a JSON file that only the app's user can read (mode 0600), written atomically.
-public struct FileSessionStore: SessionStore {
-    /// The file.
-    public let url: URL
-
-    /// Creates a store in `url` (its folder is created when missing, mode 0700).
-    public init(url: URL) {
-        self.url = url
-    }
-
-    public func load() throws -> StoredSession? {
-        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
-        return try OrchardJSON.decoder.decode(StoredSession.self, from: Data(contentsOf: url))
-    }
-
-    public func save(_ session: StoredSession) throws {
-        let folder = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        // Created 0600 before a byte is written, then renamed over the old file: never readable by others, never half.
-        let temporary = folder.appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-        guard
-            FileManager.default.createFile(
-                atPath: temporary.path,
-                contents: try OrchardJSON.encoder.encode(session),
-                attributes: [.posixPermissions: 0o600]
-            )
-        else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path]) }
-        if rename(temporary.path, url.path) != 0 {
-            try? FileManager.default.removeItem(at: temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
-        }
-    }
-
-    public func remove() throws {
-        guard FileManager.default.fileExists(atPath: url.path) else { return }
-        try FileManager.default.removeItem(at: url)
-    }
-}
-
 enum OrchardJSON {
     static var decoder: JSONDecoder {
         let decoder = JSONDecoder()
