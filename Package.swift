@@ -47,6 +47,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        // Hummingbird's own dependency (its HTTP parts), named for OrchardServer's connection deadlines: no extra build.
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         // Already built for jwt-kit; the TLS test makes its certificate with it.
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.15.0"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.3.0"),
@@ -142,6 +144,7 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             resources: [.copy("Resources/openapi.yaml")],

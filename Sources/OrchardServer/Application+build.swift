@@ -34,7 +34,8 @@ public func buildApplication(
     let (accounts, store) = try await buildLifecycle(dependencies)
 
     let router = Router(context: OrchardRequestContext.self)
-    let routes = RouteTable()
+    let table = RouteTable()
+    let limiter = configuration.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.rateLimitPerMinute, clock: dependencies.clock) : nil
     if dependencies.tracesRequests {
         // Outermost, so the span covers the whole request, problem answers included; the span is named by the route
         // (`/v1/accounts/{id}`), and query values that may carry a credential are recorded as REDACTED.
@@ -44,19 +45,11 @@ public func buildApplication(
     }
     // Outside the problem middleware, so that each request is counted under the status it was answered with.
     router.middlewares.add(RequestMetricsMiddleware(factory: dependencies.metrics))
-    router.middlewares.add(ProblemMiddleware(routes: routes, log: ProblemLog(clock: dependencies.clock)))
-    if configuration.rateLimitPerMinute > 0 {
-        router.middlewares.add(
-            RateLimitMiddleware(
-                limiter: RateLimiter(limit: configuration.rateLimitPerMinute, clock: dependencies.clock),
-                resolver: ClientAddressResolver(trustedProxies: configuration.trustedProxies),
-                metrics: dependencies.metrics
-            )
-        )
+    router.middlewares.add(ProblemMiddleware(routes: table, log: ProblemLog(clock: dependencies.clock)))
+    let routes = OrchardRoutes(router: router, table: table) { policy in
+        routeMiddlewares(policy, configuration: configuration, dependencies: dependencies, limiter: limiter)
     }
-    router.middlewares.add(CookieSessionMiddleware(routes: routes, siteOrigin: configuration.siteOrigin))
-    let group = router.group()
-    AuthController(accounts: accounts).addRoutes(to: group, table: routes)
+    AuthController(accounts: accounts).addRoutes(to: routes)
     WebFlowController(
         accounts: accounts,
         states: WebFlowStates(
@@ -70,19 +63,19 @@ public func buildApplication(
         webClientID: configuration.webClientID,
         appleBaseURL: configuration.appleBaseURL,
         clock: dependencies.clock
-    ).addRoutes(to: group, table: routes)
+    ).addRoutes(to: routes)
     AccountPageController(
         accounts: accounts,
         webFlowEnabled: configuration.appleRedirectURI != nil,
         appleBaseURL: configuration.appleBaseURL,
         random: dependencies.random
-    ).addRoutes(to: group, table: routes)
-    SessionController(accounts: accounts).addRoutes(to: group, table: routes)
-    AccountController(accounts: accounts).addRoutes(to: group, table: routes)
-    NotificationController(accounts: accounts).addRoutes(to: group, table: routes)
+    ).addRoutes(to: routes)
+    SessionController(accounts: accounts).addRoutes(to: routes)
+    AccountController(accounts: accounts).addRoutes(to: routes)
+    NotificationController(accounts: accounts).addRoutes(to: routes)
     let metricsListener = configuration.metricsPort != nil
     OperationsController(accounts: accounts, registry: dependencies.registry, servesMetrics: !metricsListener)
-        .addRoutes(to: group, table: routes)
+        .addRoutes(to: routes)
 
     var application = Application(
         router: router,
@@ -104,6 +97,28 @@ public func buildApplication(
         )
     }
     return OrchardApplication(application: application, accounts: accounts)
+}
+
+/// The middlewares that enforce `policy` on the routes registered with it: the rate limit (one ``RateLimiter``, so one
+/// budget per client across every limited route) and the cookie rules.
+func routeMiddlewares(
+    _ policy: RoutePolicy,
+    configuration: OrchardConfiguration,
+    dependencies: OrchardDependencies,
+    limiter: RateLimiter?
+) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
+    func rateLimit(clearsWebState: Bool) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
+        guard let limiter else { return [] }
+        let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        return [RateLimitMiddleware(limiter: limiter, resolver: resolver, metrics: dependencies.metrics, clearsWebState: clearsWebState)]
+    }
+    switch policy {
+    case .open: return []
+    case .anonymous: return rateLimit(clearsWebState: false)
+    case .webFlowCallback: return rateLimit(clearsWebState: true)
+    case .session: return [CookieSessionMiddleware(endsSession: false, siteOrigin: configuration.siteOrigin)]
+    case .endsSession: return [CookieSessionMiddleware(endsSession: true, siteOrigin: configuration.siteOrigin)]
+    }
 }
 
 /// The metrics listener (`ORCHARD_METRICS_PORT`): `GET /metrics` and nothing else, plain HTTP, on its own address, so

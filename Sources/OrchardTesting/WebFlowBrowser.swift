@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Orchard's session cookie is `SameSite=Lax`, so a browser sends it with Orchard's own requests and top-level `GET`
 /// navigations, but not with the cross-site form post from Apple's page: ``postForm(_:from:)`` sends only the
-/// `SameSite=None` flow cookie (`orchard_web_state`, for the callback's path), as a browser would
+/// `SameSite=None` flow cookie (`__Host-orchard_web_state`, `Path=/`), as a browser would
 /// (``postForm(_:from:cookies:)`` can force the others, to show that the callback does not need them).
 public final class WebFlowBrowser: Sendable {
     /// A form an HTML page posts by itself: where, and its hidden fields.
@@ -74,7 +74,7 @@ public final class WebFlowBrowser: Sendable {
     }
 
     /// The value of Orchard's cookie `name`, if the browser holds it.
-    public func cookie(_ name: String = "orchard_session") -> String? {
+    public func cookie(_ name: String = "__Host-orchard_session") -> String? {
         jar.withLock { $0[name]?.value }
     }
 

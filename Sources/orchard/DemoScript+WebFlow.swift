@@ -28,9 +28,9 @@ extension DemoScript {
         // The flow's binder: the browser keeps it and sends it back with Apple's post (SameSite=None), so that the
         // state works only in the browser that started the flow.
         let binder =
-            start.headers["Set-Cookie"].first { $0.hasPrefix("orchard_web_state=") }?
-            .split(separator: ";").first.map { String($0.dropFirst("orchard_web_state=".count)) } ?? ""
-        show("  Set-Cookie: orchard_web_state=…; SameSite=None, Path=/v1/auth/apple/callback (binds the state to this browser)")
+            start.headers["Set-Cookie"].first { $0.hasPrefix("__Host-orchard_web_state=") }?
+            .split(separator: ";").first.map { String($0.dropFirst("__Host-orchard_web_state=".count)) } ?? ""
+        show("  Set-Cookie: __Host-orchard_web_state=…; SameSite=None, Path=/ (binds the state to this browser)")
         show(
             "  client_id \(query["client_id"] ?? "?"), response_type \(query["response_type"] ?? "?"), response_mode \(query["response_mode"] ?? "?")"
         )
@@ -50,18 +50,18 @@ extension DemoScript {
             .POST,
             action,
             headers: [
-                ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", appleOrigin), ("Cookie", "orchard_web_state=\(binder)"),
+                ("Content-Type", "application/x-www-form-urlencoded"), ("Origin", appleOrigin), ("Cookie", "__Host-orchard_web_state=\(binder)"),
             ],
             body: body,
             expect: 303
         )
-        let setCookie = posted.headers["Set-Cookie"].first { $0.hasPrefix("orchard_session=") } ?? ""
-        let token = setCookie.split(separator: ";").first.map { String($0.dropFirst("orchard_session=".count)) } ?? ""
+        let setCookie = posted.headers["Set-Cookie"].first { $0.hasPrefix("__Host-orchard_session=") } ?? ""
+        let token = setCookie.split(separator: ";").first.map { String($0.dropFirst("__Host-orchard_session=".count)) } ?? ""
         let attributes = setCookie.split(separator: ";").dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
         show("POST /v1/auth/apple/callback (cross-site: only the flow's cookie) -> 303 \(posted.headers.first(name: "Location") ?? "?")")
-        show("  Set-Cookie: orchard_session=…; \(attributes.joined(separator: "; "))")
+        show("  Set-Cookie: __Host-orchard_session=…; \(attributes.joined(separator: "; "))")
 
-        let cookie = [("Cookie", "orchard_session=\(token)")]
+        let cookie = [("Cookie", "__Host-orchard_session=\(token)")]
         let page = try await send(browser, .GET, orchard + "/account", headers: cookie, expect: 200)
         let shows = page.body.contains("Jane Appleseed") ? "Jane Appleseed, her relay address, email forwarding on" : "?"
         show("GET /account with the cookie -> 200, the hosted account page: \(shows)")

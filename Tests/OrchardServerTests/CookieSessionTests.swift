@@ -19,13 +19,15 @@ struct CookieSessionTests {
         cookie: String,
         origin: String? = nil
     ) async throws -> TestResponse {
-        try await browser.request(method, path, origin: origin, headers: [("Cookie", "orchard_session=\(cookie)")], cookies: false)
+        try await browser.request(method, path, origin: origin, headers: [("Cookie", "__Host-orchard_session=\(cookie)")], cookies: false)
     }
 
     /// Whether the answer tells the browser to forget the session: `Clear-Site-Data` and an expired cookie.
     static func clears(_ response: TestResponse) -> Bool {
         response.header("Clear-Site-Data") == clearSiteData
-            && response.headers.contains { $0.0.lowercased() == "set-cookie" && $0.1.hasPrefix("orchard_session=;") && $0.1.contains("Max-Age=0") }
+            && response.headers.contains {
+                $0.0.lowercased() == "set-cookie" && $0.1.hasPrefix("__Host-orchard_session=;") && $0.1.contains("Max-Age=0")
+            }
     }
 
     /// Signs in through the web flow and returns the cookie's value.
@@ -108,7 +110,7 @@ struct CookieSessionTests {
             let cookie = try await Self.webSession(h, browser)
             let user = try #require(h.emulator.user(sub: AppleEmulator.webDemoUser.sub))
             let token = try #require((try await h.signIn(user).response.json["session"] as? [String: Any])?["token"] as? String)
-            let withBoth = [("Authorization", "Bearer \(token)"), ("Cookie", "orchard_session=\(cookie)")]
+            let withBoth = [("Authorization", "Bearer \(token)"), ("Cookie", "__Host-orchard_session=\(cookie)")]
 
             let show = try await browser.request(.GET, "/v1/session", headers: withBoth, cookies: false)
             #expect(show.status == 200)

@@ -57,8 +57,8 @@ struct ListenerTests {
         return (Int(response.status.code), response.version, String(buffer: body))
     }
 
-    @Test("with a certificate and key, serve speaks HTTPS only: TLS 1.2 and 1.3 with HTTP/2 and HTTP/1.1, older TLS refused")
-    func builtInHTTPS() async throws {
+    /// Runs `body` with an Orchard that speaks HTTPS with a fresh self-signed certificate (whose PEM it is given).
+    static func withBuiltInTLS(_ body: (OrchardHarness, _ pem: String) async throws -> Void) async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("orchard-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -68,35 +68,40 @@ struct ListenerTests {
                 $0.tlsCertificateFile = files.certificate
                 $0.tlsKeyFile = files.key
             },
-            { h in
-                let https = h.baseURL.replacingOccurrences(of: "http://", with: "https://")
-                let modern = try Self.client(trusting: files.pem)
-                let http1 = try Self.client(trusting: files.pem, http1Only: true)
-                let tls12 = try Self.client(trusting: files.pem, maximumTLS: .tlsv12)
-                let tls11 = try Self.client(trusting: files.pem, maximumTLS: .tlsv11)
-                let h2 = try await Self.get(modern, https + "/health/live")
-                #expect(h2.status == 200)
-                #expect(h2.version == .http2, "ALPN should choose HTTP/2")
-                let h1 = try await Self.get(http1, https + "/health/live")
-                #expect(h1.status == 200)
-                #expect(h1.version == .http1_1)
-                #expect(try await Self.get(tls12, https + "/health/live").status == 200)
-                // The API works over it: a nonce through HTTP/2.
-                var nonce = HTTPClientRequest(url: https + "/v1/auth/apple/nonce")
-                nonce.method = .POST
-                #expect(try await modern.execute(nonce, timeout: .seconds(10)).status == .created)
-
-                // Refused at the handshake (the client retries its connection until its deadline, then gives up).
-                await #expect(throws: (any Error).self, "TLS 1.1 must be refused") {
-                    _ = try await tls11.execute(HTTPClientRequest(url: https + "/health/live"), timeout: .seconds(2))
-                }
-                // Plain HTTP on the same port is not served (the TLS server waits for a handshake that never comes).
-                await #expect(throws: (any Error).self) {
-                    _ = try await h.http.execute(HTTPClientRequest(url: h.baseURL + "/health/live"), timeout: .seconds(2))
-                }
-                for client in [modern, http1, tls12, tls11] { try await client.shutdown() }
-            }
+            { h in try await body(h, files.pem) }
         )
+    }
+
+    @Test("with a certificate and key, serve speaks HTTPS only: TLS 1.2 and 1.3 with HTTP/2 and HTTP/1.1, older TLS refused")
+    func builtInHTTPS() async throws {
+        try await Self.withBuiltInTLS { h, pem in
+            let https = h.baseURL.replacingOccurrences(of: "http://", with: "https://")
+            let modern = try Self.client(trusting: pem)
+            let http1 = try Self.client(trusting: pem, http1Only: true)
+            let tls12 = try Self.client(trusting: pem, maximumTLS: .tlsv12)
+            let tls11 = try Self.client(trusting: pem, maximumTLS: .tlsv11)
+            let h2 = try await Self.get(modern, https + "/health/live")
+            #expect(h2.status == 200)
+            #expect(h2.version == .http2, "ALPN should choose HTTP/2")
+            let h1 = try await Self.get(http1, https + "/health/live")
+            #expect(h1.status == 200)
+            #expect(h1.version == .http1_1)
+            #expect(try await Self.get(tls12, https + "/health/live").status == 200)
+            // The API works over it: a nonce through HTTP/2.
+            var nonce = HTTPClientRequest(url: https + "/v1/auth/apple/nonce")
+            nonce.method = .POST
+            #expect(try await modern.execute(nonce, timeout: .seconds(10)).status == .created)
+
+            // Refused at the handshake (the client retries its connection until its deadline, then gives up).
+            await #expect(throws: (any Error).self, "TLS 1.1 must be refused") {
+                _ = try await tls11.execute(HTTPClientRequest(url: https + "/health/live"), timeout: .seconds(2))
+            }
+            // Plain HTTP on the same port is not served (the TLS server waits for a handshake that never comes).
+            await #expect(throws: (any Error).self) {
+                _ = try await h.http.execute(HTTPClientRequest(url: h.baseURL + "/health/live"), timeout: .seconds(2))
+            }
+            for client in [modern, http1, tls12, tls11] { try await client.shutdown() }
+        }
     }
 
     @Test("with ORCHARD_METRICS_PORT, /metrics is on its own listener and the public one answers it 404 not_found")

@@ -30,7 +30,7 @@ struct RateLimitTests {
                 #expect(try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": "x"]).code == "rate_limited")
                 let callback = try await h.request(.POST, "/v1/auth/apple/callback", body: Data("state=x".utf8))
                 #expect(callback.code == "rate_limited")
-                #expect(callback.clearsCookie("orchard_web_state"), "every answer of the callback clears the flow's cookie")
+                #expect(callback.clearsCookie("__Host-orchard_web_state"), "every answer of the callback clears the flow's cookie")
 
                 // Not limited: Apple's notifications and the authenticated routes.
                 #expect(try await h.request(.POST, "/v1/apple/notifications", json: ["payload": "x"]).status == 400)
@@ -84,6 +84,46 @@ struct RateLimitTests {
                 #expect(status == expected, "X-Forwarded-For: \(forwarded ?? "none")")
             }
         }
+    }
+
+    @Test("an IPv6 client's budget is its /64: every address of one /64 shares it, another /64 has its own")
+    func ipv6Budgets() async throws {
+        try await OrchardHarness.with(configure: Self.behindProxies) { h in
+            let steps: [(String, Int)] = [
+                ("2001:db8:1:2::1", 201), ("2001:db8:1:2:ffff:ffff:ffff:fffe", 201),
+                // A third address of the same /64: the budget of two is spent.
+                ("2001:db8:1:2:abcd::7", 429), ("[2001:db8:1:2::99]", 429),
+                // The next /64 is another client.
+                ("2001:db8:1:3::1", 201), ("2001:db8:1:3::2", 201), ("2001:db8:1:3::3", 429),
+            ]
+            for (forwarded, expected) in steps {
+                let status = try await Self.nonce(h, forwardedFor: forwarded)
+                #expect(status == expected, "X-Forwarded-For: \(forwarded)")
+            }
+            #expect(IPAddress("2001:db8:1:2::1")!.budgetKey == IPAddress("2001:db8:1:2:ffff::1")!.budgetKey)
+            #expect(IPAddress("2001:db8:1:2::1")!.budgetKey != IPAddress("2001:db8:1:3::1")!.budgetKey)
+            #expect(IPAddress("192.0.2.1")!.budgetKey == IPAddress("192.0.2.1")!)
+        }
+    }
+
+    @Test("X-Forwarded-For entries with a port count by their address, so clients behind the proxy keep budgets of their own")
+    func forwardedEntriesWithPorts() async throws {
+        try await OrchardHarness.with(configure: Self.behindProxies) { h in
+            let steps: [(String, Int)] = [
+                ("203.0.113.7:41234", 201), ("203.0.113.7:50000", 201), ("203.0.113.7:1", 429),
+                ("203.0.113.8:41234", 201), ("[2001:db8::1]:41234", 201), ("[2001:db8::2]:8", 201), ("[2001:db8::3]", 429),
+            ]
+            for (forwarded, expected) in steps {
+                let status = try await Self.nonce(h, forwardedFor: forwarded)
+                #expect(status == expected, "X-Forwarded-For: \(forwarded)")
+            }
+        }
+        #expect(IPAddress(forwardedEntry: "203.0.113.7:41234") == IPAddress("203.0.113.7"))
+        #expect(IPAddress(forwardedEntry: "[2001:db8::1]:41234") == IPAddress("2001:db8::1"))
+        #expect(IPAddress(forwardedEntry: " 2001:db8::1 ") == IPAddress("2001:db8::1"))
+        #expect(IPAddress(forwardedEntry: "203.0.113.7:") == nil)
+        #expect(IPAddress(forwardedEntry: "203.0.113.7:port") == nil)
+        #expect(IPAddress(forwardedEntry: "[2001:db8::1]x") == nil)
     }
 
     @Sendable static func behindProxies(_ configuration: inout OrchardConfiguration) {

@@ -77,24 +77,24 @@ struct WebFlowTests {
     }
 
     @Test(
-        "authorize binds the state to the browser: orchard_web_state is HttpOnly, Secure, SameSite=None, on the callback's path only, and only its hash is stored"
+        "authorize binds the state to the browser: __Host-orchard_web_state is HttpOnly, Secure, SameSite=None, with Path=/ as its __Host- prefix requires, and only its hash is stored"
     )
     func bindingCookie() async throws {
         try await OrchardHarness.withWebFlow { h, browser in
             let start = try await browser.request(.GET, "/v1/auth/apple/authorize")
-            let setCookie = try #require(start.headers(named: "Set-Cookie").first { $0.hasPrefix("orchard_web_state=") })
+            let setCookie = try #require(start.headers(named: "Set-Cookie").first { $0.hasPrefix("__Host-orchard_web_state=") })
             let attributes = setCookie.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            for attribute in ["HttpOnly", "Secure", "SameSite=None", "Path=/v1/auth/apple/callback", "Max-Age=600"] {
+            for attribute in ["HttpOnly", "Secure", "SameSite=None", "Path=/", "Max-Age=600"] {
                 #expect(attributes.contains(attribute), "Set-Cookie lacks \(attribute): \(setCookie)")
             }
-            let binder = try #require(browser.cookie("orchard_web_state"))
+            let binder = try #require(browser.cookie("__Host-orchard_web_state"))
             #expect(binder.utf8.count >= 43, "256 random bits")
             let stored = try await h.databaseBytes().reduce(into: Data()) { $0.append($1.bytes) }
             #expect(stored.range(of: Data(binder.utf8)) == nil, "the binder itself is never stored")
 
             // A second flow in the same browser gets a binder of its own.
             _ = try await browser.request(.GET, "/v1/auth/apple/authorize")
-            #expect(browser.cookie("orchard_web_state") != binder)
+            #expect(browser.cookie("__Host-orchard_web_state") != binder)
         }
     }
 
@@ -110,14 +110,14 @@ struct WebFlowTests {
                 let bare = try await victim.postForm(kept, from: h.appleOrigin)
                 #expect(bare.status == 400)
                 #expect(bare.code == "state_invalid")
-                #expect(!bare.setsCookie("orchard_session"))
-                #expect(bare.clearsCookie("orchard_web_state"))
+                #expect(!bare.setsCookie("__Host-orchard_session"))
+                #expect(bare.clearsCookie("__Host-orchard_web_state"))
                 // ...or the cookie of a flow of the victim's own.
                 _ = try await victim.request(.GET, "/v1/auth/apple/authorize")
-                #expect(victim.cookie("orchard_web_state") != nil)
+                #expect(victim.cookie("__Host-orchard_web_state") != nil)
                 let foreign = try await victim.postForm(kept, from: h.appleOrigin)
                 #expect(foreign.code == "state_invalid")
-                #expect(!foreign.setsCookie("orchard_session"))
+                #expect(!foreign.setsCookie("__Host-orchard_session"))
                 #expect(victim.cookie() == nil)
             }
             #expect(h.emulator.calls(to: .token).isEmpty, "a refused post never reaches Apple")
@@ -177,7 +177,7 @@ struct WebFlowTests {
             #expect(back.header("Cache-Control") == "no-store")
             let setCookie = try #require(back.header("Set-Cookie"))
             let attributes = setCookie.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
-            #expect(attributes.first?.hasPrefix("orchard_session=") == true)
+            #expect(attributes.first?.hasPrefix("__Host-orchard_session=") == true)
             for attribute in ["HttpOnly", "Secure", "SameSite=Lax", "Path=/", "Max-Age=2592000"] {
                 #expect(attributes.contains(attribute), "Set-Cookie lacks \(attribute): \(setCookie)")
             }
@@ -223,8 +223,8 @@ struct WebFlowTests {
             let refused = try await browser.postForm(swapped, from: h.appleOrigin)
             #expect(refused.status == 401)
             #expect(refused.code == "nonce_mismatch")
-            #expect(!refused.setsCookie("orchard_session"))
-            #expect(refused.clearsCookie("orchard_web_state"))
+            #expect(!refused.setsCookie("__Host-orchard_session"))
+            #expect(refused.clearsCookie("__Host-orchard_web_state"))
             #expect(try await h.accounts.listAccounts().isEmpty)
         }
     }
@@ -267,8 +267,8 @@ struct WebFlowTests {
             let replayed = try await browser.postForm(form, from: h.appleOrigin)
             #expect(replayed.status == 400)
             #expect(replayed.code == "state_invalid")
-            #expect(!replayed.setsCookie("orchard_session"))
-            #expect(replayed.clearsCookie("orchard_web_state"))
+            #expect(!replayed.setsCookie("__Host-orchard_session"))
+            #expect(replayed.clearsCookie("__Host-orchard_web_state"))
             #expect(h.emulator.calls(to: .token).count == 1)
         }
     }
@@ -313,8 +313,8 @@ struct WebFlowTests {
             let back = try await browser.postForm(form, from: h.appleOrigin)
             #expect(back.status == 303)
             #expect(back.header("Location") == "/account?from=menu&error=user_cancelled_authorize")
-            #expect(!back.setsCookie("orchard_session"))
-            #expect(back.clearsCookie("orchard_web_state"))
+            #expect(!back.setsCookie("__Host-orchard_session"))
+            #expect(back.clearsCookie("__Host-orchard_web_state"))
             #expect(try await h.accounts.listAccounts().isEmpty)
             #expect(h.emulator.calls(to: .token).isEmpty)
             #expect(try await browser.postForm(form, from: h.appleOrigin).code == "state_invalid")
@@ -353,7 +353,7 @@ struct WebFlowTests {
             badUser.set("user", "{not json")
             let refused = try await browser.postForm(badUser, from: h.appleOrigin)
             #expect(refused.code == "invalid_request")
-            #expect(refused.clearsCookie("orchard_web_state"), "every answer of the callback clears the flow's cookie")
+            #expect(refused.clearsCookie("__Host-orchard_web_state"), "every answer of the callback clears the flow's cookie")
         }
     }
 
@@ -364,8 +364,8 @@ struct WebFlowTests {
             let response = try await h.webSignIn(browser).response
             #expect(response.status == 401)
             #expect(response.code == "authorization_code_rejected")
-            #expect(!response.setsCookie("orchard_session"))
-            #expect(response.clearsCookie("orchard_web_state"))
+            #expect(!response.setsCookie("__Host-orchard_session"))
+            #expect(response.clearsCookie("__Host-orchard_web_state"))
             #expect(try await h.accounts.listAccounts().isEmpty)
         }
     }

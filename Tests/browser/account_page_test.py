@@ -164,7 +164,7 @@ class Servers:
 
     def session_status(self, token):
         """GET /v1/session with the cookie, outside the browser: (status, body)."""
-        request = urllib.request.Request(self.orchard + "/v1/session", headers={"Cookie": "orchard_session=" + token})
+        request = urllib.request.Request(self.orchard + "/v1/session", headers={"Cookie": "__Host-orchard_session=" + token})
         try:
             with urllib.request.urlopen(request, timeout=10) as response:
                 return response.status, json.loads(response.read())
@@ -233,11 +233,11 @@ class Check:
         self.wait(lambda: self.d.current_url.startswith(self.s.orchard + "/account") and self.state() == "signed-in",
                   "the signed-in account page")
         self.expect(self.by_id("account-name").text == name, f"the page shows {self.by_id('account-name').text!r}")
-        cookie = self.d.get_cookie("orchard_session")
-        self.expect(cookie is not None, "no orchard_session cookie after sign-in")
+        cookie = self.d.get_cookie("__Host-orchard_session")
+        self.expect(cookie is not None, "no __Host-orchard_session cookie after sign-in")
         self.expect(cookie["httpOnly"] and cookie["secure"] and cookie.get("sameSite") == "Lax" and cookie["path"] == "/",
                     f"the cookie's attributes are {cookie}")
-        self.expect("orchard_session" not in self.d.execute_script("return document.cookie"),
+        self.expect("__Host-orchard_session" not in self.d.execute_script("return document.cookie"),
                     "the session cookie is readable from script")
         return cookie
 
@@ -277,7 +277,7 @@ def flow_sign_in_see_delete(c):
     notice = c.by_id("notice").text
     c.expect("deleted" in notice and "Apple has revoked" in notice, f"the outcome says {notice!r}")
     c.expect(c.storage() == {"local": {}, "session": {}}, f"storage after deletion: {c.storage()}")
-    c.expect(c.d.get_cookie("orchard_session") is None, "the session cookie survived the deletion")
+    c.expect(c.d.get_cookie("__Host-orchard_session") is None, "the session cookie survived the deletion")
     c.shot("04-deleted-signed-out", "after confirming: the outcome 'revoked', signed out, storage and cookie gone")
 
     c.open_account_page()
@@ -318,7 +318,7 @@ def flow_revoked_at_apple(c):
     notice = c.by_id("notice").text
     c.expect("revoked at Apple" in notice, f"the reason shown is {notice!r}")
     c.expect(c.storage() == {"local": {}, "session": {}}, f"storage after revocation: {c.storage()}")
-    c.expect(c.d.get_cookie("orchard_session") is None, "the revoked session's cookie is still there")
+    c.expect(c.d.get_cookie("__Host-orchard_session") is None, "the revoked session's cookie is still there")
     c.shot("06-revoked-signed-out", "the next page load after Apple revoked the grant: signed out, with the reason")
     c.no_console_errors()
 
@@ -332,7 +332,7 @@ def flow_sign_out_and_cancel(c):
     c.wait(lambda: c.state() == "signed-out", "the signed-out state after sign-out")
     c.expect("You signed out." in c.by_id("notice").text, "no sign-out message")
     c.expect(c.storage() == {"local": {}, "session": {}}, "storage after sign-out")
-    c.expect(c.d.get_cookie("orchard_session") is None, "the cookie survived sign-out")
+    c.expect(c.d.get_cookie("__Host-orchard_session") is None, "the cookie survived sign-out")
     c.shot("07-signed-out", "after 'Sign out': the signed-out state, storage and cookie gone, nothing sent to Apple")
 
     c.s.control("POST", "/_emulator/failures",
@@ -341,7 +341,7 @@ def flow_sign_out_and_cancel(c):
     c.wait(lambda: "error=user_cancelled_authorize" in c.d.current_url and c.state() == "signed-out",
            "the return from a cancelled sign-in")
     c.expect("cancelled" in c.by_id("notice").text, f"the notice says {c.by_id('notice').text!r}")
-    c.expect(c.d.get_cookie("orchard_session") is None, "a cancelled sign-in set a cookie")
+    c.expect(c.d.get_cookie("__Host-orchard_session") is None, "a cancelled sign-in set a cookie")
     c.shot("08-sign-in-cancelled", "back from Apple after the user cancelled: signed out, 'Signing in … was cancelled'")
     c.no_console_errors()
 
@@ -388,7 +388,7 @@ def flow_login_csrf(c, binary):
         c.wait(lambda: c.d.current_url.startswith(c.s.orchard + "/v1/auth/apple/callback"), "the replayed post's answer")
         body = c.d.find_element(By.TAG_NAME, "body").text
         c.expect("state_invalid" in body, f"the replayed post answered {body!r}")
-        c.expect(c.d.get_cookie("orchard_session") is None, "the victim's browser was signed in by the replayed post")
+        c.expect(c.d.get_cookie("__Host-orchard_session") is None, "the victim's browser was signed in by the replayed post")
         c.shot("10-login-csrf-refused", "an attacker's kept form post replayed from the victim's browser: 400 state_invalid")
         c.open_account_page()
         c.expect(c.state() == "signed-out", "the victim's account page shows someone signed in")
@@ -396,7 +396,7 @@ def flow_login_csrf(c, binary):
         # Refused for its cookie, the state is not used up: the browser that started the flow can still finish it.
         attacker.find_element(By.CSS_SELECTOR, "#apple-form button").click()
         c.wait(lambda: attacker.current_url.startswith(c.s.orchard + "/account"), "the attacker's own sign-in")
-        c.expect(attacker.get_cookie("orchard_session") is not None, "the flow's own browser could not finish it")
+        c.expect(attacker.get_cookie("__Host-orchard_session") is not None, "the flow's own browser could not finish it")
         c.step("the flow's own browser completes it: the state was not used up by the refused replay")
     finally:
         attacker.quit()

@@ -2,7 +2,7 @@
 
 The document says what a well-formed request looks like; some values are well formed and still refused because no
 schema can say what makes them good: a session token that Orchard issued, a web-flow `state` that Orchard issued
-(and the `orchard_web_state` cookie that goes with it), a notification that Apple signed, an identity token and code
+(and the `__Host-orchard_web_state` cookie that goes with it), a notification that Apple signed, an identity token and code
 that Apple issued. So, for the positive test cases only (data the schema accepts), these hooks put real ones in:
 
 - operations with a session (`/v1/session`, `/v1/account`): a fresh user signs in for each test case and the case is

@@ -25,9 +25,8 @@ public struct AccountController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
-        group.delete("v1/account", use: delete)
-        table.add(.delete, "/v1/account", session: true)
+    public func addRoutes(to routes: OrchardRoutes<Context>) {
+        routes.add(.delete, "/v1/account", .endsSession, use: delete)
     }
 
     @Sendable func delete(_ request: Request, context: Context) async throws -> DeletionResponse {

@@ -28,9 +28,8 @@ public struct AccountPageController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the route.
-    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
-        group.get("account", use: show)
-        table.add(.get, "/account")
+    public func addRoutes(to routes: OrchardRoutes<Context>) {
+        routes.add(.get, "/account", use: show)
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> Response {

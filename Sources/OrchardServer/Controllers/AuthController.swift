@@ -71,11 +71,9 @@ public struct AuthController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
-        group.post("v1/auth/apple/nonce", use: issueNonce)
-        table.add(.post, "/v1/auth/apple/nonce")
-        group.post("v1/auth/apple", use: signIn)
-        table.add(.post, "/v1/auth/apple")
+    public func addRoutes(to routes: OrchardRoutes<Context>) {
+        routes.add(.post, "/v1/auth/apple/nonce", .anonymous, use: issueNonce)
+        routes.add(.post, "/v1/auth/apple", .anonymous, use: signIn)
     }
 
     @Sendable func issueNonce(_ request: Request, context: Context) async throws -> EditedResponse<NonceResponse> {

@@ -17,9 +17,8 @@ public struct NotificationController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
-        group.post("v1/apple/notifications", use: receive)
-        table.add(.post, "/v1/apple/notifications")
+    public func addRoutes(to routes: OrchardRoutes<Context>) {
+        routes.add(.post, "/v1/apple/notifications", use: receive)
     }
 
     @Sendable func receive(_ request: Request, context: Context) async throws -> Response {

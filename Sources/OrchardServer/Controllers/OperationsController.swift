@@ -20,14 +20,12 @@ public struct OperationsController<Context: RequestContext>: Sendable {
 
     /// Adds the routes; `/metrics` only when this listener serves it (not with `ORCHARD_METRICS_PORT`: then it is an
     /// unknown path here, `404 not_found`).
-    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
-        group.get("health/live", use: live)
-        group.get("health/ready", use: ready)
-        group.get("openapi.yaml", use: openAPI)
-        for path in ["/health/live", "/health/ready", "/openapi.yaml"] { table.add(.get, path) }
+    public func addRoutes(to routes: OrchardRoutes<Context>) {
+        routes.add(.get, "/health/live", use: live)
+        routes.add(.get, "/health/ready", use: ready)
+        routes.add(.get, "/openapi.yaml", use: openAPI)
         if servesMetrics {
-            group.get("metrics", use: metrics)
-            table.add(.get, "/metrics")
+            routes.add(.get, "/metrics", use: metrics)
         }
     }
 

@@ -41,11 +41,9 @@ public struct SessionController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
-        group.get("v1/session", use: show)
-        group.delete("v1/session", use: signOut)
-        table.add(.get, "/v1/session", session: true)
-        table.add(.delete, "/v1/session", session: true)
+    public func addRoutes(to routes: OrchardRoutes<Context>) {
+        routes.add(.get, "/v1/session", .session, use: show)
+        routes.add(.delete, "/v1/session", .endsSession, use: signOut)
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> SessionResponse {
@@ -64,7 +62,7 @@ public struct SessionController<Context: RequestContext>: Sendable {
     /// The bearer or cookie token, or `session_invalid`.
     static func token(_ request: Request) throws -> String {
         guard let (token, _) = request.sessionToken else {
-            throw AccountsError(.sessionInvalid, "no session token (Authorization: Bearer, or the orchard_session cookie)")
+            throw AccountsError(.sessionInvalid, "no session token (Authorization: Bearer, or the __Host-orchard_session cookie)")
         }
         return token
     }

@@ -30,7 +30,7 @@ extension WebFlowController {
         var email: String?
     }
 
-    /// Takes the state (single use, and only with the `orchard_web_state` cookie of the browser that started the
+    /// Takes the state (single use, and only with the `__Host-orchard_web_state` cookie of the browser that started the
     /// flow), then either returns to `return_to?error=CODE` (Apple reported a failure, nothing stored) or signs the
     /// user in and returns to `return_to` with the session cookie. Every answer clears the binder cookie.
     @Sendable func callback(_ request: Request, context: Context) async throws -> Response {

@@ -43,11 +43,9 @@ public struct WebFlowController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to group: RouterGroup<Context>, table: RouteTable) {
-        group.get("v1/auth/apple/authorize", use: authorize)
-        table.add(.get, "/v1/auth/apple/authorize")
-        group.post("v1/auth/apple/callback", use: callback)
-        table.add(.post, Self.callbackPath)
+    public func addRoutes(to routes: OrchardRoutes<Context>) {
+        routes.add(.get, "/v1/auth/apple/authorize", .anonymous, use: authorize)
+        routes.add(.post, Self.callbackPath, .webFlowCallback, use: callback)
     }
 
     /// `302` to Apple's authorize URL with a fresh state and nonce.

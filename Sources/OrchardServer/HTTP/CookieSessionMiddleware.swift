@@ -4,31 +4,30 @@ import HTTPTypes
 public import Hummingbird
 import Logging
 
-/// The rules for requests authenticated by the `orchard_session` cookie rather than a bearer token.
+/// The rules for requests authenticated by the `__Host-orchard_session` cookie rather than a bearer token, on the
+/// routes whose ``RoutePolicy`` is ``RoutePolicy/session`` or ``RoutePolicy/endsSession`` (it wraps those routes
+/// only, so the rules follow the matched route however the path is spelled).
 ///
-/// - A cookie-authenticated `POST`, `PUT`, `PATCH` or `DELETE` on a session route whose `Origin` is not this site's is
-///   refused with `403 csrf_rejected` before it reaches the route (the web-flow callback is no session route: its
-///   single-use state authenticates it).
-/// - Cookie-authenticated answers to `DELETE /v1/session` and `DELETE /v1/account` (successes, and refusals other
-///   than server faults), and every cookie-authenticated `session_revoked`, carry `Clear-Site-Data: "cookies",
-///   "storage"` and an expired cookie, so that the browser drops what it holds.
+/// - A cookie-authenticated `POST`, `PUT`, `PATCH` or `DELETE` whose `Origin` is not this site's is refused with
+///   `403 csrf_rejected` before it reaches the route (the web-flow callback is no session route: its single-use state
+///   authenticates it).
+/// - Cookie-authenticated answers of a route that ends the session (successes, and refusals other than server
+///   faults), and every cookie-authenticated `session_revoked`, carry `Clear-Site-Data: "cookies", "storage"` and an
+///   expired cookie, so that the browser drops what it holds.
 ///
 /// Bearer-authenticated requests pass untouched: clearing site data for them would sign the user out of sibling sites.
 /// The session logic itself stays in ``Accounts/Accounts``.
 public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware {
-    let routes: RouteTable
+    let endsSession: Bool
     let siteOrigin: String?
-
-    /// The routes whose cookie-authenticated answers always clear the site: sign-out and deletion.
-    static var endingRoutes: Set<String> { ["DELETE /v1/session", "DELETE /v1/account"] }
 
     /// Creates the middleware.
     ///
     /// - Parameters:
-    ///   - routes: The table that says which routes authenticate with the session.
+    ///   - endsSession: Whether the routes it wraps end the session (their cookie-authenticated answers clear the site).
     ///   - siteOrigin: This site's origin (``OrchardConfiguration/siteOrigin``); with none, any `Origin` is foreign.
-    public init(routes: RouteTable, siteOrigin: String?) {
-        self.routes = routes
+    public init(endsSession: Bool, siteOrigin: String?) {
+        self.endsSession = endsSession
         self.siteOrigin = siteOrigin.flatMap(Self.normalizedOrigin)
     }
 
@@ -37,12 +36,14 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
         guard let credential = request.sessionToken, credential.viaCookie else {
             return try await next(request, context)
         }
-        let path = request.uri.path
-        if Self.isUnsafe(request.method), routes.authenticatesSession(request.method, path), !isSameOrigin(request) {
-            context.logger.info("refused a cookie-authenticated request from another origin", metadata: ["http.path": "\(path)"])
+        if Self.isUnsafe(request.method), !isSameOrigin(request) {
+            context.logger.info(
+                "refused a cookie-authenticated request from another origin",
+                metadata: ["http.route": "\(context.endpointPath ?? "?")"]
+            )
             throw OrchardProblem.csrfRejected
         }
-        let ends = Self.endingRoutes.contains("\(request.method.rawValue) \(Self.trimmed(path))")
+        let ends = endsSession
         do {
             var response = try await next(request, context)
             if ends, (200..<500).contains(response.status.code) {
@@ -73,12 +74,6 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
     /// A 4xx other than the CSRF refusal (which never clears: a foreign page could otherwise sign the user out).
     private static func isClientFault(_ problem: OrchardProblem) -> Bool {
         (400..<500).contains(problem.status.code) && problem.code != OrchardProblem.csrfRejected.code
-    }
-
-    private static func trimmed(_ path: String) -> String {
-        var trimmed = path
-        while trimmed.count > 1 && trimmed.hasSuffix("/") { trimmed.removeLast() }
-        return trimmed
     }
 
     /// `scheme://host[:port]`, lowercased, without the scheme's default port; `nil` for `null` or anything that is not

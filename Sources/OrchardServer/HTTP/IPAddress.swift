@@ -31,6 +31,36 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Parses an entry of `X-Forwarded-For`, which some proxies write with the client's port (`203.0.113.7:41234`,
+    /// `[2001:db8::1]:41234`): the address is what counts.
+    public init?(forwardedEntry text: some StringProtocol) {
+        let entry = String(text).trimmingSpaces
+        if entry.hasPrefix("["), let close = entry.firstIndex(of: "]") {
+            let rest = entry[entry.index(after: close)...]
+            guard rest.isEmpty || (rest.hasPrefix(":") && rest.dropFirst().allSatisfy(\.isASCIIDigitCharacter) && rest.count > 1) else {
+                return nil
+            }
+            self.init(entry[...close])
+        } else if entry.filter({ $0 == ":" }).count == 1, let colon = entry.firstIndex(of: ":") {
+            let port = entry[entry.index(after: colon)...]
+            guard !port.isEmpty, port.allSatisfy(\.isASCIIDigitCharacter) else { return nil }
+            self.init(entry[..<colon])
+        } else {
+            self.init(entry)
+        }
+    }
+
+    private init(bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Whose budget a request from this address spends: an IPv4 address is its own, an IPv6 address shares its /64
+    /// with every address of it (one host usually holds a whole /64, and could take a new address per request).
+    public var budgetKey: IPAddress {
+        guard bytes.count == 16 else { return self }
+        return IPAddress(bytes: Array(bytes[0..<8]) + Array(repeating: 0, count: 8))
+    }
+
     /// The canonical text form.
     public var description: String {
         var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN) + 1)
@@ -81,6 +111,10 @@ public struct IPAddressRange: Hashable, Sendable, CustomStringConvertible {
 
     /// `network/prefix`.
     public var description: String { "\(network)/\(prefixLength)" }
+}
+
+extension Character {
+    fileprivate var isASCIIDigitCharacter: Bool { isASCII && isNumber }
 }
 
 extension String {

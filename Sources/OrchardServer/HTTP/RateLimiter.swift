@@ -2,7 +2,7 @@ public import AppleID
 import Foundation
 import Synchronization
 
-/// One token bucket per client address, in memory (limits are per replica): `limit` requests per minute, refilled
+/// One token bucket per client (an IPv4 address, or an IPv6 /64), in memory (limits are per replica): `limit` requests per minute, refilled
 /// continuously, with a burst of the same size.
 ///
 /// A bucket that has refilled completely is the same as no bucket, so such buckets are dropped from time to time:
@@ -35,9 +35,10 @@ public final class RateLimiter: Sendable {
         self.clock = clock
     }
 
-    /// Takes one token from `client`'s bucket: `nil` when the request may go on, else the whole seconds until the
-    /// bucket holds a token again (at least 1), for `Retry-After`.
-    public func acquire(_ client: IPAddress) -> Int? {
+    /// Takes one token from `client`'s bucket (an IPv6 client's is its /64's, ``IPAddress/budgetKey``): `nil` when the
+    /// request may go on, else the whole seconds until the bucket holds a token again (at least 1), for `Retry-After`.
+    public func acquire(_ address: IPAddress) -> Int? {
+        let client = address.budgetKey
         let now = clock.now()
         let capacity = Double(limit)
         let rate = perSecond
@@ -59,9 +60,6 @@ public final class RateLimiter: Sendable {
             return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
         }
     }
-
-    /// How many clients have a bucket that is not full (for tests and the flood check).
-    public var trackedClients: Int { state.withLock { $0.buckets.count } }
 
     private static func prune(_ state: inout State, now: Date, capacity: Double, rate: Double) {
         state.insertsSincePrune = 0

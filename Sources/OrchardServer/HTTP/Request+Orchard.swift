@@ -39,7 +39,7 @@ extension Request {
         return collected
     }
 
-    /// The session token: `Authorization: Bearer TOKEN`, else the `orchard_session` cookie.
+    /// The session token: `Authorization: Bearer TOKEN`, else the `__Host-orchard_session` cookie.
     ///
     /// On every authenticated request, twice: the scheme is compared and the token cut out on the UTF-8 bytes (Foundation's
     /// `trimmingCharacters` bridges through `NSString` and cost more than the rest of the parse together).
@@ -47,7 +47,7 @@ extension Request {
         if let authorization = headers[.authorization], let token = Self.bearerToken(authorization) {
             return (token, false)
         }
-        if let cookie = cookies["orchard_session"]?.value, !cookie.isEmpty {
+        if let cookie = cookies[SessionCookie.name]?.value, !cookie.isEmpty {
             return (cookie, true)
         }
         return nil

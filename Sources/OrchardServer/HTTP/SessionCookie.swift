@@ -1,10 +1,10 @@
 public import Foundation
 public import HTTPTypes
 
-/// The web flow's session cookie, `orchard_session`, and the headers that make a browser forget it.
+/// The web flow's session cookie, `__Host-orchard_session`, and the headers that make a browser forget it.
 public enum SessionCookie {
     /// The cookie's name, as the contract fixes it.
-    public static let name = "orchard_session"
+    public static let name = "__Host-orchard_session"
 
     /// `Clear-Site-Data`.
     public static let clearSiteDataField = HTTPField.Name("Clear-Site-Data")!

@@ -2,17 +2,28 @@ import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdHTTP2
+import NIOCore
 import NIOSSL
 
 /// The HTTP server of `serve`: plain HTTP/1.1 (behind a TLS-terminating proxy), or, with `ORCHARD_TLS_CERT_FILE` and
-/// `ORCHARD_TLS_KEY_FILE`, HTTPS only, TLS 1.2 or later, with HTTP/2 and HTTP/1.1 chosen by ALPN.
+/// `ORCHARD_TLS_KEY_FILE`, HTTPS only, TLS 1.2 or later, with HTTP/2 and HTTP/1.1 chosen by ALPN; either way held to
+/// the ``ConnectionDeadlines`` for slow and idle clients.
 enum ServerTLS {
     /// The server builder for `configuration`.
     ///
     /// - Throws: ``ConfigurationError`` naming the file that cannot be used.
-    static func serverBuilder(_ configuration: OrchardConfiguration) throws(ConfigurationError) -> HTTPServerBuilder {
+    static func serverBuilder(
+        _ configuration: OrchardConfiguration,
+        deadlines: ConnectionDeadlines = ConnectionDeadlines()
+    ) throws(ConfigurationError) -> HTTPServerBuilder {
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: deadlines.watchers(),
+            idleTimeout: TimeAmount(deadlines.idleTimeout)
+        )
         guard let certificateFile = configuration.tlsCertificateFile, let keyFile = configuration.tlsKeyFile else {
-            return .http1()
+            return HTTPServerBuilder { responder in
+                deadlines.guarding(HTTP1Channel(responder: responder, configuration: http1))
+            }
         }
         let chain: [NIOSSLCertificate]
         do {
@@ -34,7 +45,11 @@ enum ServerTLS {
         do {
             // Made once here so that a key that does not match its certificate stops `serve` before it listens.
             _ = try NIOSSLContext(configuration: tls)
-            return try .http2Upgrade(tlsConfiguration: tls)
+            let http2 = HTTP2UpgradeChannel.Configuration(idleTimeout: deadlines.idleTimeout, streamConfiguration: http1)
+            let finished = tls
+            return HTTPServerBuilder { responder in
+                deadlines.guarding(try HTTP2UpgradeChannel(tlsConfiguration: finished, configuration: http2, responder: responder))
+            }
         } catch {
             throw ConfigurationError(
                 setting: "ORCHARD_TLS_CERT_FILE",

@@ -1,0 +1,148 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// Requests written byte for byte on a socket of their own, for what an HTTP client library would tidy up: a path
+/// spelled `//v1/…` or `/./`, half a request head, a connection that says nothing.
+public enum RawHTTP {
+    /// An answer read off the socket: the status line's code and the whole text.
+    public struct Answer: Sendable {
+        /// The status code, or 0 when the server closed without answering.
+        public let status: Int
+        /// Everything the server sent.
+        public let text: String
+
+        /// The value of the first header field named `name` (case-insensitive).
+        public func header(_ name: String) -> String? {
+            let head = text.components(separatedBy: "\r\n\r\n").first ?? ""
+            for line in head.components(separatedBy: "\r\n").dropFirst() {
+                guard let colon = line.firstIndex(of: ":") else { continue }
+                if line[..<colon].lowercased() == name.lowercased() {
+                    return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+            }
+            return nil
+        }
+
+        /// The problem code of a problem-details answer.
+        public var code: String? {
+            guard let body = text.components(separatedBy: "\r\n\r\n").dropFirst().first,
+                let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+            else { return nil }
+            return object["code"] as? String
+        }
+    }
+
+    /// Sends `method target` with `headers` (and `Connection: close`) to `127.0.0.1:port` exactly as written, and reads
+    /// the answer until the server closes.
+    public static func send(
+        port: Int,
+        _ method: String,
+        _ target: String,
+        headers: [(String, String)] = [],
+        body: String = ""
+    ) async throws -> Answer {
+        var request = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { request += "\(name): \(value)\r\n" }
+        request += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+        let (bytes, _) = try await exchange(port: port, sending: Array(request.utf8), closeWithin: .seconds(30))
+        let text = String(decoding: bytes, as: UTF8.self)
+        let status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
+        return Answer(status: status, text: text)
+    }
+
+    /// Opens a connection to `127.0.0.1:port`, writes `bytes` (perhaps nothing, or half a request), and reads until the
+    /// server closes the connection or `closeWithin` has passed.
+    ///
+    /// - Returns: What the server sent, and how long after the write it closed the connection (`nil`: still open).
+    public static func exchange(
+        port: Int,
+        sending bytes: [UInt8],
+        closeWithin: Duration
+    ) async throws -> (
+        received: [UInt8], closedAfter: Duration?
+    ) {
+        try await exchange(port: port, answered: [], thenSending: bytes, closeWithin: closeWithin)
+    }
+
+    /// Opens a connection to `127.0.0.1:port` and sends each of `requests` (whole requests that keep the connection
+    /// alive), reading each answer before the next; then writes `tail` (perhaps nothing, or half a request) and reads
+    /// until the server closes the connection or `closeWithin` has passed.
+    ///
+    /// - Returns: What the server sent, and how long after `tail` was written it closed the connection (`nil`: open).
+    public static func exchange(
+        port: Int,
+        answered requests: [[UInt8]],
+        thenSending tail: [UInt8],
+        closeWithin: Duration
+    ) async throws
+        -> (received: [UInt8], closedAfter: Duration?)
+    {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            var iterator = inbound.makeAsyncIterator()
+            var received: [UInt8] = []
+            for request in requests {
+                try await outbound.write(ByteBuffer(bytes: request))
+                var answer: [UInt8] = []
+                while !Self.isCompleteAnswer(answer) {
+                    guard let buffer = try await iterator.next() else { throw RawHTTPError("closed before answering") }
+                    answer += Array(buffer.readableBytesView)
+                }
+                received += answer
+            }
+            let start = ContinuousClock.now
+            if !tail.isEmpty { try await outbound.write(ByteBuffer(bytes: tail)) }
+            // Past `closeWithin` the test closes the connection itself, which ends the read below.
+            let gaveUp = Flag()
+            let giveUp = channel.channel.eventLoop.scheduleTask(in: TimeAmount(closeWithin)) {
+                gaveUp.set()
+                channel.channel.close(promise: nil)
+            }
+            do {
+                while let buffer = try await iterator.next() { received += Array(buffer.readableBytesView) }
+            } catch {
+                // A reset counts as closed.
+            }
+            let elapsed = ContinuousClock.now - start
+            giveUp.cancel()
+            return (received, gaveUp.isSet ? nil : elapsed)
+        }
+    }
+
+    /// Whether `bytes` hold a whole answer: a head and as many body bytes as its `Content-Length` says.
+    private static func isCompleteAnswer(_ bytes: [UInt8]) -> Bool {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else { return false }
+        let head = text[..<end.lowerBound].lowercased()
+        let length =
+            head.components(separatedBy: "\r\n").first { $0.hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+        return text[end.upperBound...].utf8.count >= length
+    }
+}
+
+/// Set once, read from any thread.
+private final class Flag: Sendable {
+    private let value = Mutex(false)
+
+    func set() { value.withLock { $0 = true } }
+
+    var isSet: Bool { value.withLock { $0 } }
+}
+
+/// The server did something a raw exchange did not expect.
+public struct RawHTTPError: Error, CustomStringConvertible {
+    /// What happened.
+    public let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}

@@ -1,0 +1,81 @@
+import Foundation
+import NIOHTTP1
+import OrchardServer
+import OrchardTesting
+import Testing
+
+/// A route's policy follows the matched route, however the request spells its path: Hummingbird's router skips empty
+/// segments, so `//v1/auth/apple/nonce` reaches the nonce route, and must reach its rate limit too.
+@Suite("Route policies whatever the path's spelling")
+struct RouteSpellingTests {
+    /// Spellings of `path` that a client (or a proxy that forwards the path as sent) may use.
+    static func spellings(_ path: String) -> [String] {
+        let inner = path.dropFirst()
+        return [
+            path, "/" + path, "/" + inner.replacingOccurrences(of: "/", with: "//"), path + "/", "/./" + inner,
+            "/" + inner.replacingOccurrences(of: "/", with: "/./"), "/v1/../" + inner, "///" + inner + "//",
+        ]
+    }
+
+    @Test("past the budget, no spelling of a rate-limited route succeeds or stores a row")
+    func rateLimitWhateverTheSpelling() async throws {
+        try await OrchardHarness.withWebFlow(configure: Self.limitOfTwo) { h, _ in
+            let port = h.server.port
+            for _ in 0..<2 { #expect(try await RawHTTP.send(port: port, "POST", "/v1/auth/apple/nonce").status == 201) }
+            let routes = [
+                ("POST", "/v1/auth/apple/nonce"), ("POST", "/v1/auth/apple"), ("GET", "/v1/auth/apple/authorize"),
+                ("POST", "/v1/auth/apple/callback"),
+            ]
+            var limited = 0
+            for (method, path) in routes {
+                for spelling in Self.spellings(path) {
+                    let target = method == "GET" ? spelling + "?return_to=/account" : spelling
+                    let answer = try await RawHTTP.send(port: port, method, target)
+                    #expect([404, 429].contains(answer.status), "\(method) \(target) answered \(answer.status)")
+                    if answer.status == 429 { limited += 1 }
+                }
+            }
+            // The empty-segment spellings reach their route and its limit; the dot segments are unknown paths.
+            #expect(limited >= routes.count * 4)
+            #expect(try await RetentionTests.count(h, "nonces") == 2, "nothing stored past the budget")
+            #expect(try await RetentionTests.count(h, "web_flow_states") == 0)
+        }
+    }
+
+    @Sendable static func limitOfTwo(_ configuration: inout OrchardConfiguration) {
+        configuration.rateLimitPerMinute = 2
+    }
+
+    @Test("a cookie-authenticated DELETE from a foreign Origin is refused, and a same-site one clears the site, whatever the spelling")
+    func cookieRulesWhateverTheSpelling() async throws {
+        try await OrchardHarness.withWebFlow { h, browser in
+            let cookie = try await CookieSessionTests.webSession(h, browser)
+            let port = h.server.port
+            let headers = [("Cookie", "__Host-orchard_session=\(cookie)"), ("Origin", "https://evil.example")]
+            for path in ["/v1/account", "/v1/session"] {
+                for spelling in Self.spellings(path) {
+                    let answer = try await RawHTTP.send(port: port, "DELETE", spelling, headers: headers)
+                    #expect([403, 404].contains(answer.status), "DELETE \(spelling) answered \(answer.status)")
+                    if answer.status == 403 { #expect(answer.code == "csrf_rejected") }
+                    #expect(answer.header("Clear-Site-Data") == nil)
+                }
+            }
+            #expect(try await RetentionTests.count(h, "accounts") == 1, "the account is intact")
+            #expect(try await browser.request(.GET, "/v1/session").status == 200, "the session is intact")
+
+            let same = [("Cookie", "__Host-orchard_session=\(cookie)"), ("Origin", OrchardHarness.webSiteOrigin)]
+            let signOut = try await RawHTTP.send(port: port, "DELETE", "//v1//session/", headers: same)
+            #expect(signOut.status == 204)
+            #expect(signOut.header("Clear-Site-Data") == CookieSessionTests.clearSiteData)
+        }
+    }
+
+    @Test("a known path with the wrong method is 405 whatever the spelling")
+    func methodNotAllowedWhateverTheSpelling() async throws {
+        try await OrchardHarness.with { h in
+            let answer = try await RawHTTP.send(port: h.server.port, "DELETE", "//v1//auth/apple/nonce/")
+            #expect(answer.status == 405)
+            #expect(answer.header("Allow") == "POST")
+        }
+    }
+}

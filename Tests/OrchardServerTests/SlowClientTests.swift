@@ -1,0 +1,68 @@
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import OrchardServer
+import OrchardTesting
+import Testing
+
+/// A client cannot hold connections open without sending: a request head (and, with built-in TLS, the handshake before
+/// the first) must be complete within 10 s, and a kept-alive connection with nothing in progress goes after 60 s. Real
+/// time is the subject here, so these tests wait for it.
+@Suite("Slow and idle clients")
+struct SlowClientTests {
+    static let head = "GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+    static let request = Array((head + "\r\n").utf8)
+
+    /// Whether the connection was closed by the head deadline: after about 10 s, not before.
+    static func closedByHeadDeadline(_ closedAfter: Duration?) -> Bool {
+        guard let closedAfter else { return false }
+        return closedAfter >= .seconds(9) && closedAfter <= .seconds(13)
+    }
+
+    @Test("a connection that sends nothing, or half a request head, is closed within 10 s; normal traffic is unaffected")
+    func slowHeads() async throws {
+        try await OrchardHarness.with { h in
+            let port = h.server.port
+            async let silent = RawHTTP.exchange(port: port, sending: [], closeWithin: .seconds(20))
+            async let half = RawHTTP.exchange(port: port, sending: Array(Self.head.utf8), closeWithin: .seconds(20))
+            async let later = RawHTTP.exchange(
+                port: port,
+                answered: [Self.request, Self.request],
+                thenSending: Array("GET /health/li".utf8),
+                closeWithin: .seconds(20)
+            )
+            // Meanwhile, whole requests are answered at once.
+            for _ in 0..<5 { #expect(try await h.request(.GET, "/health/live").status == 200) }
+            let (silentResult, halfResult, laterResult) = try await (silent, half, later)
+            #expect(Self.closedByHeadDeadline(silentResult.closedAfter), "silent: \(String(describing: silentResult.closedAfter))")
+            #expect(silentResult.received.isEmpty)
+            #expect(Self.closedByHeadDeadline(halfResult.closedAfter), "half a head: \(String(describing: halfResult.closedAfter))")
+            #expect(Self.closedByHeadDeadline(laterResult.closedAfter), "a later head: \(String(describing: laterResult.closedAfter))")
+            #expect(String(decoding: laterResult.received, as: UTF8.self).components(separatedBy: "HTTP/1.1 200").count == 3)
+        }
+    }
+
+    @Test("a kept-alive connection with no request in progress is closed after 60 s, not before")
+    func idleKeepAlive() async throws {
+        try await OrchardHarness.with { h in
+            let result = try await RawHTTP.exchange(port: h.server.port, answered: [Self.request], thenSending: [], closeWithin: .seconds(80))
+            let closedAfter = try #require(result.closedAfter, "still open after 80 s")
+            #expect(closedAfter >= .seconds(58) && closedAfter <= .seconds(65), "closed after \(closedAfter)")
+        }
+    }
+
+    @Test("with built-in TLS, half a handshake is closed within 10 s, and HTTPS still works")
+    func slowHandshake() async throws {
+        try await ListenerTests.withBuiltInTLS { h, pem in
+            // A TLS record header announcing a ClientHello, and then nothing.
+            let halfHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]
+            async let stalled = RawHTTP.exchange(port: h.server.port, sending: halfHello, closeWithin: .seconds(20))
+            let client = try ListenerTests.client(trusting: pem)
+            let https = h.baseURL.replacingOccurrences(of: "http://", with: "https://")
+            #expect(try await ListenerTests.get(client, https + "/health/live").status == 200)
+            try await client.shutdown()
+            let result = try await stalled
+            #expect(Self.closedByHeadDeadline(result.closedAfter), "half a handshake: \(String(describing: result.closedAfter))")
+        }
+    }
+}
