@@ -73,6 +73,12 @@ public func buildApplication(
     SessionController(accounts: accounts).addRoutes(to: routes)
     AccountController(accounts: accounts).addRoutes(to: routes)
     NotificationController(accounts: accounts).addRoutes(to: routes)
+    if OpenAPIDocument.bytes == nil {
+        logger.warning(
+            "the OpenAPI document is not installed beside the binary: GET /openapi.yaml answers 404",
+            metadata: ["openapi.expected_at": "\(OpenAPIDocument.expectedLocation)"]
+        )
+    }
     let metricsListener = configuration.metricsPort != nil
     OperationsController(accounts: accounts, registry: dependencies.registry, servesMetrics: !metricsListener)
         .addRoutes(to: routes)

@@ -1,6 +1,6 @@
 public import AsyncHTTPClient
 import Dispatch
-import Foundation
+public import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -46,7 +46,18 @@ public final class ServeProcess: @unchecked Sendable {
     }
 
     /// Starts `orchard serve` with `environment` (plus `ORCHARD_PORT`) and waits until `/health/ready` answers 200.
-    public static func start(environment: [String: String], port: Int? = nil, logDirectory: String, http: HTTPClient) async throws -> ServeProcess {
+    ///
+    /// - Parameters:
+    ///   - executable: The `orchard` binary (default: this build's).
+    ///   - umask: A process umask to start it under (as `umask` takes it, e.g. `022`), else the test's own.
+    public static func start(
+        environment: [String: String],
+        port: Int? = nil,
+        logDirectory: String,
+        http: HTTPClient,
+        executable: URL = OrchardProcess.executable,
+        umask: String? = nil
+    ) async throws -> ServeProcess {
         let chosen: Int
         if let port {
             chosen = port
@@ -56,8 +67,13 @@ public final class ServeProcess: @unchecked Sendable {
         let log = URL(fileURLWithPath: logDirectory).appendingPathComponent("serve-\(chosen)-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
-        process.executableURL = OrchardProcess.executable
-        process.arguments = ["serve"]
+        if let umask {
+            process.executableURL = URL(fileURLWithPath: "/bin/sh")
+            process.arguments = ["-c", "umask \(umask) && exec \"$0\" serve", executable.path]
+        } else {
+            process.executableURL = executable
+            process.arguments = ["serve"]
+        }
         var env = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "ORCHARD_PORT": String(chosen)]
         env.merge(environment) { $1 }
         process.environment = env

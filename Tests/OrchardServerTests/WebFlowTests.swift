@@ -152,7 +152,7 @@ struct WebFlowTests {
             "https://evil.example/account", "http:%2F%2Fevil.example", "//evil.example", "%2F%2Fevil.example", "/%2Fevil.example",
             "/%5Cevil.example", "%2F%5Cevil.example", "/account%5C..%5Cadmin", "javascript:alert(1)", "javascript%3Aalert(1)",
             "/account%0D%0ASet-Cookie:%20x=1", "/acc%20ount", "/account%09", "/account%00", "/%E2%80%A8", "/%E2%80%8B", "%20/account",
-            "", "account", "evil.example",
+            "", "account", "evil.example", "/" + String(repeating: "a", count: 512),
         ]
     )
     func openRedirects(_ returnTo: String) async throws {
@@ -162,6 +162,18 @@ struct WebFlowTests {
             #expect(response.code == "invalid_request")
             #expect(response.header("Location") == nil)
             #expect(try await Self.pendingStates(h) == 0)
+        }
+    }
+
+    @Test("a return_to of 512 bytes is taken, one of 513 is 400 invalid_request and stores nothing")
+    func returnToLength() async throws {
+        try await OrchardHarness.withWebFlow { h, browser in
+            let longest = "/" + String(repeating: "a", count: 511)
+            #expect(try await browser.request(.GET, "/v1/auth/apple/authorize?return_to=\(longest)").status == 302)
+            let over = try await browser.request(.GET, "/v1/auth/apple/authorize?return_to=\(longest)b")
+            #expect(over.status == 400)
+            #expect(over.code == "invalid_request")
+            #expect(try await Self.pendingStates(h) == 1)
         }
     }
 

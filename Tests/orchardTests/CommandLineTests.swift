@@ -50,6 +50,12 @@ struct CommandLineTests {
         )
         #expect(http.status == 2)
         #expect(http.standardError.contains("APPLE_BASE_URL"))
+        // Loopback by IP literal (or `localhost`), not by how a name begins.
+        for remote in ["http://127.evil.example", "http://127.0.0.1.evil.example", "http://localhost.evil.example", "http://[::2]:80"] {
+            let refused = try await OrchardProcess.runInBackground(["serve"], environment: base.merging(["APPLE_BASE_URL": remote]) { $1 })
+            #expect(refused.status == 2, "\(remote)")
+            #expect(refused.standardError.contains("APPLE_BASE_URL"), "\(remote): \(refused.standardError)")
+        }
         let fast = try await OrchardProcess.runInBackground(
             ["serve"],
             environment: base.merging(["ORCHARD_REFRESH_VALIDATION_INTERVAL": "3600"]) { $1 }
@@ -96,6 +102,7 @@ struct CommandLineTests {
             "APPLE_TEAM_ID": "ABCDE12345", "APPLE_KEY_ID": "KEY1", "APPLE_PRIVATE_KEY_FILE": key,
             "APPLE_CLIENT_IDS": "com.example.app", "ORCHARD_VAULT_KEYS": "k1:\(vaultKey)", "ORCHARD_PORT": "8443",
             "ORCHARD_DATABASE_URL": "postgres://orchard:hunter2-password@db.example:5432/orchard", "ORCHARD_CONFIG_FILE": file,
+            "ORCHARD_WEBHOOK_URLS": "https://hooks.example/plain,https://ops:hook-password@hooks.example:8443/in?token=hook-token#x",
         ]
         let check = try await OrchardProcess.runInBackground(["config", "check"], environment: environment)
         #expect(check.status == 0, "\(check.standardError)")
@@ -106,10 +113,11 @@ struct CommandLineTests {
             "ORCHARD_VAULT_KEYS=<redacted> (key ids: k1) (environment)", "ORCHARD_WEBHOOK_SECRET=<redacted> (file)",
             "APPLE_PRIVATE_KEY_FILE=<redacted> (environment)",
             "ORCHARD_DATABASE_URL=postgres://orchard:<redacted>@db.example:5432/orchard (environment)",
+            "ORCHARD_WEBHOOK_URLS=https://hooks.example/plain,https://<redacted>@hooks.example:8443/in?<redacted>#x (environment)",
         ] {
             #expect(lines.contains(expected), "missing \(expected) in:\n\(check.standardOutput)")
         }
-        for secret in [vaultKey, "hunter2-password", "c2VjcmV0LXNlY3JldC1zZWNyZXQ=", "BEGIN PRIVATE KEY"] {
+        for secret in [vaultKey, "hunter2-password", "c2VjcmV0LXNlY3JldC1zZWNyZXQ=", "BEGIN PRIVATE KEY", "hook-password", "hook-token"] {
             #expect(!check.standardOutput.contains(secret) && !check.standardError.contains(secret))
         }
         try "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".write(toFile: key, atomically: true, encoding: .utf8)

@@ -98,7 +98,7 @@ public struct WebhookHandler: JobHandler {
             Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "failed")], factory: metrics).increment()
             logger.error(
                 "webhook given up after its retry window",
-                metadata: ["webhook.id": "\(delivery.eventID)", "webhook.url": "\(delivery.url)"]
+                metadata: ["webhook.id": "\(delivery.eventID)", "webhook.url": "\(URLRedaction.redactingCredentials(delivery.url))"]
             )
             return .failed(error: failure)
         }

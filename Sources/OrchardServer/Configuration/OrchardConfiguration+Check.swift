@@ -50,7 +50,7 @@ extension OrchardConfiguration {
             ("APPLE_REDIRECT_URI", appleRedirectURI?.absoluteString ?? "(none: web flow off)"),
             ("ORCHARD_PUBLIC_URL", publicURL?.absoluteString ?? siteOrigin.map { "(\($0), from APPLE_REDIRECT_URI)" } ?? "(none)"),
             ("APPLE_WEB_CLIENT_ID", appleWebClientID ?? webClientID.map { "(\($0), the first client id)" } ?? "(none)"),
-            ("ORCHARD_WEBHOOK_URLS", list(webhookURLs.map(\.absoluteString))),
+            ("ORCHARD_WEBHOOK_URLS", list(webhookURLs.map { URLRedaction.redactingCredentials($0.absoluteString) })),
             ("ORCHARD_WEBHOOK_SECRET", webhookSecret == nil ? "(none)" : "<redacted>"),
             ("ORCHARD_CONSENT_REVOKED_POLICY", consentRevokedPolicy.rawValue),
             ("ORCHARD_REFRESH_VALIDATION_INTERVAL", seconds(refreshValidationInterval)),

@@ -181,7 +181,9 @@ extension OrchardConfiguration {
     static func checkTransport(_ url: URL) throws(ConfigurationError) {
         guard url.scheme == "http" else { return }
         let host = (url.host ?? "").lowercased()
-        let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+        // An IP literal of the loopback range, or `localhost`: `http://127.evil.example` is a name like any other.
+        let loopbackRanges = ["127.0.0.0/8", "::1"].compactMap { IPAddressRange($0) }
+        let loopback = host == "localhost" || IPAddress(host).map { address in loopbackRanges.contains { $0.contains(address) } } == true
         guard loopback else {
             throw ConfigurationError(setting: "APPLE_BASE_URL", problem: "plain http is allowed only to a loopback address; use https")
         }

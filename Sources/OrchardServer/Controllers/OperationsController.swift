@@ -51,8 +51,8 @@ public struct OperationsController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func openAPI(_ request: Request, context: Context) async throws -> Response {
-        guard let url = Bundle.module.url(forResource: "openapi", withExtension: "yaml"), let data = try? Data(contentsOf: url) else {
-            throw OrchardProblem.internalError
+        guard let data = OpenAPIDocument.bytes else {
+            throw OrchardProblem.notFound
         }
         var headers = HTTPFields()
         headers[.contentType] = "application/yaml"

@@ -54,7 +54,9 @@ public struct WebFlowController<Context: RequestContext>: Sendable {
         let returnTo: ReturnPath
         if let text = request.uri.queryParameters["return_to"] {
             guard let checked = ReturnPath(validating: String(text)) else {
-                throw OrchardProblem.invalidRequest("return_to must be a path on this site (one leading '/', no '//', no backslash, no spaces)")
+                throw OrchardProblem.invalidRequest(
+                    "return_to must be a path on this site of at most 512 bytes (one leading '/', no '//', no backslash, no spaces)"
+                )
             }
             returnTo = checked
         } else {

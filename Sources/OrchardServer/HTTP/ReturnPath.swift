@@ -7,7 +7,7 @@ public struct ReturnPath: Sendable, Equatable, CustomStringConvertible {
     public static let defaultPath = ReturnPath(checked: "/account")
 
     /// The longest `return_to` accepted.
-    public static let maximumLength = 2048
+    public static let maximumLength = 512
 
     /// The path, as checked.
     public let path: String

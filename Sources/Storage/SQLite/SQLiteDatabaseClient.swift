@@ -1,7 +1,12 @@
 import Accounts
+import Foundation
 import GRDB
 public import Logging
 public import SQLKit
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The embedded SQLite database, set up for concurrency: readers on their own connections, one writer that commits
 /// concurrent transactions together.
@@ -37,7 +42,24 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         self.logger = logger
     }
 
-    /// Opens (creating when missing) the database file at `path`.
+    /// Creates the database file, when missing, readable and writable by its owner only (0600) whatever the process
+    /// umask, and takes the other bits off an existing one and its `-wal` and `-shm` files: SQLite creates those two
+    /// with the database file's mode, so they follow.
+    static func restrictToOwner(_ path: String) throws {
+        let descriptor = Glibc.open(path, O_CREAT | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw StoreError.unavailable("cannot open the SQLite database at \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { Glibc.close(descriptor) }
+        guard fchmod(descriptor, 0o600) == 0 else {
+            throw StoreError.unavailable("cannot make the SQLite database at \(path) its owner's only: \(String(cString: strerror(errno)))")
+        }
+        for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
+            chmod(path + suffix, 0o600)
+        }
+    }
+
+    /// Opens (creating when missing, 0600) the database file at `path`.
     public static func open(path: String, logger: Logger) async throws -> SQLiteDatabaseClient {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
@@ -49,6 +71,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         do {
+            try restrictToOwner(path)
             let pool = try DatabasePool(path: path, configuration: configuration)
             // GRDB sets NORMAL when it turns WAL on; Orchard answers only once a commit is on disk.
             try await pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
