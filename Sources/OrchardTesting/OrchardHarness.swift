@@ -74,9 +74,10 @@ public final class OrchardHarness: Sendable {
     /// (``checkLogsHoldNoSecrets(also:)``), and stops both whatever happens.
     public static func with(
         configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in },
+        wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 },
         _ body: (OrchardHarness) async throws -> Void
     ) async throws {
-        let harness = try await start(configure: configure)
+        let harness = try await start(configure: configure, wrapDatabase: wrapDatabase)
         do {
             try await body(harness)
             try await harness.checkLogsHoldNoSecrets()
@@ -87,8 +88,11 @@ public final class OrchardHarness: Sendable {
         await harness.stop()
     }
 
-    /// Starts the emulator and Orchard.
-    public static func start(configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in }) async throws -> OrchardHarness {
+    /// Starts the emulator and Orchard, on the test database or on what `wrapDatabase` makes of it.
+    public static func start(
+        configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in },
+        wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 }
+    ) async throws -> OrchardHarness {
         let clock = TestWallClock(Date())
         let clientKey = AppleEmulatorConfiguration.makeClientKey()
         let http = HTTPClient.makeOrchardClient()
@@ -123,7 +127,7 @@ public final class OrchardHarness: Sendable {
         configure(&configuration)
 
         let metrics = TestMetrics()
-        let database = testDatabase.client
+        let database = wrapDatabase(testDatabase.client)
         let holder = BuiltHolder()
         let registry = PrometheusCollectorRegistry()
         let server = try await RunningService.start { onServerRunning in

@@ -47,6 +47,74 @@ struct RetentionTests {
         )
     }
 
+    @Test("removal keeps pace with a flood: every expired nonce and state is gone within 5 s after the last one's lifetime ends")
+    func floodKeepsPace() async throws {
+        try await OrchardHarness.withWebFlow(
+            configure: { $0.nonceLifetime = .seconds(2) },
+            { h, _ in
+                // Eight clients issue nonces and start web flows for 4 s, while the clock moves a second per second, so
+                // rows expire all the time the flood lasts.
+                let flooding = ContinuousClock.now + .seconds(4)
+                let made = try await withThrowingTaskGroup(of: Int.self) { group in
+                    for client in 0..<8 {
+                        group.addTask {
+                            var made = 0
+                            while ContinuousClock.now < flooding {
+                                if client % 2 == 0 {
+                                    if try await h.request(.POST, "/v1/auth/apple/nonce").status == 201 { made += 1 }
+                                } else if try await h.request(.GET, "/v1/auth/apple/authorize?return_to=/account").status == 302 {
+                                    made += 2
+                                }
+                            }
+                            return made
+                        }
+                    }
+                    group.addTask {
+                        while ContinuousClock.now < flooding {
+                            try await Task.sleep(for: .seconds(1))
+                            h.clock.advance(by: 1)
+                        }
+                        return 0
+                    }
+                    return try await group.reduce(0, +)
+                }
+                #expect(made > 1_000, "the flood made only \(made) rows")
+                // The last row's lifetime ends now.
+                h.clock.advance(by: 3)
+                let start = ContinuousClock.now
+                var left = (nonces: -1, states: -1)
+                while ContinuousClock.now - start < .seconds(5) {
+                    left = (try await Self.count(h, "nonces"), try await Self.count(h, "web_flow_states"))
+                    if left == (0, 0) { break }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                #expect(left == (0, 0), "left after 5 s: \(left) of \(made) rows made")
+            }
+        )
+    }
+
+    @Test("a session's row goes 7 days after it ended or expired; its session_revoked answer holds until then")
+    func sessionRows() async throws {
+        try await OrchardHarness.with { h in
+            let ended = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let live = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            #expect(try await h.request(.DELETE, "/v1/session", bearer: ended).status == 204)
+            // Six days on, the ended session still says why.
+            h.clock.advance(by: 6 * 86_400)
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await h.request(.GET, "/v1/session", bearer: ended)["reason"] == "signed_out")
+            #expect(try await Self.count(h, "sessions") == 2)
+            // Past seven days it is gone; the live session (expiring after 30 days) stays.
+            h.clock.advance(by: 86_400 + 60)
+            #expect(await eventually(timeout: 10) { (try? await Self.count(h, "sessions")) == 1 })
+            #expect(try await h.request(.GET, "/v1/session", bearer: ended).code == "session_invalid")
+            #expect(try await h.request(.GET, "/v1/session", bearer: live).status == 200)
+            // An expired session goes seven days after its expiry.
+            h.clock.advance(by: 30 * 86_400 + 7 * 86_400 + 60)
+            #expect(await eventually(timeout: 10) { (try? await Self.count(h, "sessions")) == 0 })
+        }
+    }
+
     @Test("a processed notification's record goes after 30 days, a delivered webhook row after 7, a failed one stays")
     func recordsOfFinishedWork() async throws {
         try await NotificationTests.withHarness { h, receiver in

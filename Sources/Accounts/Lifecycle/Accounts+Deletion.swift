@@ -42,7 +42,7 @@ extension Accounts {
     /// Deletes the account behind a session (`DELETE /v1/account`).
     public func deleteAccount(sessionToken: String, logger: Logger) async throws(AccountsError) -> DeletionResult {
         let (_, account) = try await liveSession(token: sessionToken)
-        return try await delete(account, reason: .userRequest, revoke: true, completesNotification: nil, logger: logger)
+        return try await deleteRevoking(account, reason: .userRequest, logger: logger)
     }
 
     /// Deletes an account by id (`orchard accounts delete`).
@@ -54,52 +54,47 @@ extension Accounts {
             throw AccountsError.storage(error)
         }
         guard let record else { throw AccountsError(.notFound, "no account with that id") }
-        return try await delete(record, reason: reason, revoke: true, completesNotification: nil, logger: logger)
+        return try await deleteRevoking(record, reason: reason, logger: logger)
     }
 
-    /// The one deletion: in one transaction the account, its sessions and personal data go, the token moves sealed into
-    /// the revocation outbox (leased to this request), the audit record and the webhooks are written; then Apple is
-    /// asked to revoke, waiting at most ``AccountsConfiguration/revocationWait``.
+    /// A deletion asked for by the user or an operator: it revokes at Apple, whatever the account has become since it
+    /// was read.
+    private func deleteRevoking(_ record: AccountRecord, reason: DeletionReason, logger: Logger) async throws(AccountsError) -> DeletionResult {
+        switch try await delete(record, reason: reason, revoke: true, completesNotification: nil, condition: nil, logger: logger) {
+        case .deleted(let result): return result
+        case .gone, .superseded: throw AccountsError(.sessionInvalid, "the account was already deleted")
+        }
+    }
+
+    /// What became of a deletion.
+    enum DeletionOutcome {
+        /// The account is gone, with what became of the revocation.
+        case deleted(DeletionResult)
+        /// It was already gone.
+        case gone
+        /// It no longer meets the deletion's condition (a late notification): nothing was deleted.
+        case superseded
+    }
+
+    /// The one deletion: in one transaction the account, its sessions and personal data go, the token the deletion
+    /// removed moves sealed into the revocation outbox (leased to this request), the audit record and the webhooks are
+    /// written; then Apple is asked to revoke, waiting at most ``AccountsConfiguration/revocationWait``.
+    ///
+    /// The token to revoke is taken from the row the transaction deleted, not from `record`: a sign-in that stored a
+    /// newer refresh token after `record` was read has that one revoked.
     func delete(
         _ record: AccountRecord,
         reason: DeletionReason,
         revoke: Bool,
         completesNotification: String?,
+        condition: ChangeCondition?,
         logger: Logger
-    ) async throws(AccountsError) -> DeletionResult {
+    ) async throws(AccountsError) -> DeletionOutcome {
         let now = clock.now()
-        let token: (value: Redacted<String>, hint: TokenTypeHint)?
-        let job: RevocationJob?
         let change: AccountChange
         do {
             let subject = try vault.open(record.sealedSubject, context: Self.context(record.id, "subject"))
-            if !revoke {
-                token = nil
-            } else if let sealed = record.sealedRefreshToken {
-                token = (try vault.open(sealed, context: Self.context(record.id, "refresh_token")), .refreshToken)
-            } else if let sealed = record.sealedAccessToken {
-                token = (try vault.open(sealed, context: Self.context(record.id, "access_token")), .accessToken)
-            } else {
-                token = nil
-            }
-            if let token {
-                let id = randomID("rev_")
-                // Leased to this request for its wait for Apple plus 5 s, as the background worker's leases are.
-                let leaseUntil = now.addingTimeInterval((configuration.revocationWait + .seconds(5)).seconds)
-                job = RevocationJob(
-                    id: id,
-                    clientID: record.clientID,
-                    sealedToken: try vault.seal(token.value, context: Self.revocationContext(id)),
-                    hint: token.hint,
-                    attempts: 0,
-                    nextAttemptAt: leaseUntil,
-                    leaseUntil: leaseUntil,
-                    lastError: nil,
-                    createdAt: now
-                )
-            } else {
-                job = nil
-            }
+            let plan = revoke ? revocationPlan(at: now) : nil
             let audit = AuditRecord(
                 id: randomID("aud_"),
                 subjectDigest: try await auditDigest(subject),
@@ -109,11 +104,12 @@ extension Accounts {
             )
             change = AccountChange(
                 accountID: record.id,
-                action: .delete(audit: audit, revocation: job),
+                action: .delete(audit: audit, revocation: plan),
                 webhooks: webhooks(
                     for: WebhookEvent(type: "account.deleted", id: randomID("evt_"), occurredAt: now, accountID: record.id, reason: reason.rawValue)
                 ),
                 completesNotification: completesNotification,
+                condition: condition,
                 at: now
             )
         } catch let error as AccountsError {
@@ -121,26 +117,53 @@ extension Accounts {
         } catch {
             throw AccountsError.storage(error)
         }
-        let applied: Bool
+        let outcome: AccountChangeOutcome
         do {
-            applied = try await store.apply(change)
+            outcome = try await store.apply(change)
+        } catch let error as AccountsError {
+            throw error
         } catch {
             throw AccountsError.storage(error)
         }
-        guard applied else { throw AccountsError(.sessionInvalid, "the account was already deleted") }
+        let job: RevocationJob?
+        switch outcome {
+        case .gone: return .gone
+        case .superseded: return .superseded
+        case .applied(let revocation): job = revocation
+        }
         Counter(label: "orchard_accounts_deleted_total", dimensions: [("reason", reason.rawValue)], factory: metrics).increment()
         logger.info("account deleted", metadata: ["account.id": "\(record.id)", "deletion.reason": "\(reason.rawValue)"])
         wakeups.notify(.webhooks)
 
-        guard revoke else { return DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil) }
+        guard revoke else { return .deleted(DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil)) }
         guard let job else {
-            return DeletionResult(appleRevocation: .manualRequired, manualRevocationURL: Self.manualRevocationURL)
+            return .deleted(DeletionResult(appleRevocation: .manualRequired, manualRevocationURL: Self.manualRevocationURL))
         }
         // The row was written leased to this request: run it here, with the request's shorter wait for Apple.
         let handler = RevocationHandler(accounts: self, deadline: configuration.revocationWait)
-        let outcome = await engine.run(claimed: [job], with: handler, logger: logger).first ?? nil
-        guard case .done(_)? = outcome else { return DeletionResult(appleRevocation: .pending, manualRevocationURL: nil) }
-        return DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil)
+        let result = await engine.run(claimed: [job], with: handler, logger: logger).first ?? nil
+        guard case .done(_)? = result else { return .deleted(DeletionResult(appleRevocation: .pending, manualRevocationURL: nil)) }
+        return .deleted(DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil))
+    }
+
+    /// How the deletion's transaction turns the tokens it removed into a revocation row: the refresh token, else the
+    /// access token, opened under the account's context and sealed under the row's, leased to this request for its
+    /// wait for Apple plus 5 s, as the background worker's leases are.
+    private func revocationPlan(at now: Date) -> RevocationPlan {
+        let id = randomID("rev_")
+        let vault = self.vault
+        return RevocationPlan(id: id, leaseUntil: now.addingTimeInterval((configuration.revocationWait + .seconds(5)).seconds), createdAt: now) {
+            removed in
+            let token: (value: Redacted<String>, hint: TokenTypeHint)
+            if let sealed = removed.sealedRefreshToken {
+                token = (try vault.open(sealed, context: Self.context(removed.accountID, "refresh_token")), .refreshToken)
+            } else if let sealed = removed.sealedAccessToken {
+                token = (try vault.open(sealed, context: Self.context(removed.accountID, "access_token")), .accessToken)
+            } else {
+                return nil
+            }
+            return (try vault.seal(token.value, context: Self.revocationContext(id)), token.hint)
+        }
     }
 
     /// The sealing context of a token in the revocation outbox.

@@ -49,9 +49,15 @@ extension Accounts {
         return inserted
     }
 
-    /// Ends every session of an account and marks its Apple credential revoked, with the webhook; `false` when the
-    /// account is gone.
-    func revokeCredential(_ account: AccountRecord, reason: String, completesNotification: String?, at now: Date) async throws -> Bool {
+    /// Ends every session of an account and marks its Apple credential revoked, with the webhook, if the account still
+    /// meets `condition` when the change commits.
+    func revokeCredential(
+        _ account: AccountRecord,
+        reason: String,
+        completesNotification: String?,
+        condition: ChangeCondition?,
+        at now: Date
+    ) async throws -> AccountChangeOutcome {
         let webhook = WebhookEvent(
             type: "account.credential_revoked",
             id: randomID("evt_"),
@@ -65,19 +71,25 @@ extension Accounts {
                 action: .revokeCredential,
                 webhooks: webhooks(for: webhook),
                 completesNotification: completesNotification,
+                condition: condition,
                 at: now
             )
         )
     }
 
-    /// Deletes an account for a notification, without revoking at Apple (Apple ended the grant); `false` when the
-    /// account is gone.
-    func deleteQuietly(_ account: AccountRecord, reason: DeletionReason, jti: String, logger: Logger) async throws -> Bool {
-        do {
-            _ = try await delete(account, reason: reason, revoke: false, completesNotification: jti, logger: logger)
-            return true
-        } catch  where error.code == .sessionInvalid {
-            return false
+    /// Deletes an account for a notification without revoking at Apple (Apple ended the grant), if the account still
+    /// meets `condition` when the deletion commits.
+    func deleteWithoutRevoking(
+        _ account: AccountRecord,
+        reason: DeletionReason,
+        jti: String,
+        condition: ChangeCondition,
+        logger: Logger
+    ) async throws(AccountsError) -> AccountChangeOutcome {
+        switch try await delete(account, reason: reason, revoke: false, completesNotification: jti, condition: condition, logger: logger) {
+        case .deleted: .applied(revocation: nil)
+        case .gone: .gone
+        case .superseded: .superseded
         }
     }
 

@@ -9,8 +9,9 @@ public import Foundation
 public protocol LifecycleStore: RevocationOutbox, NotificationInbox, ValidationSchedule, TransferStore {
     /// The installation's salt for the audit hash of subjects (made at the first migration).
     func auditSalt() async throws -> String
-    /// Applies a change in one transaction; `false` (and nothing written) when the account no longer exists.
-    func apply(_ change: AccountChange) async throws -> Bool
+    /// Applies a change in one transaction; nothing is written when the account no longer exists or no longer meets
+    /// the change's condition.
+    func apply(_ change: AccountChange) async throws -> AccountChangeOutcome
 
     /// Revocations not yet accepted, oldest first.
     func pendingRevocations(limit: Int) async throws -> [RevocationJob]

@@ -75,13 +75,20 @@ public struct NotificationHandler: JobHandler {
             logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
             return "unknown_subject"
         }
-        // Late notifications: the event happened before this account existed (the user signed up again after it), so
-        // it is about an earlier grant and must not touch the new account.
-        if event.eventTime < account.createdAt.addingTimeInterval(-accounts.configuration.clockLeeway.seconds) {
+        // Late notifications: the event happened before this account existed, or before its latest grant (the user
+        // signed up or authorized the app again after it), so it is about an earlier grant and must not touch the
+        // newer one. The change re-checks the grant in its own statement, against a sign-in that commits meanwhile.
+        let leeway = accounts.configuration.clockLeeway.seconds
+        if event.eventTime < account.createdAt.addingTimeInterval(-leeway) {
             logger.info("notification older than its account recorded and not acted on", metadata: ["notification.jti": "\(entry.jti)"])
             return "predates_account"
         }
-        let applied: Bool
+        if event.eventTime < account.latestGrant.addingTimeInterval(-leeway) {
+            logger.info(Self.predatesGrant, metadata: ["notification.jti": "\(entry.jti)"])
+            return "predates_grant"
+        }
+        let condition = ChangeCondition.grantedNoLaterThan(event.eventTime.addingTimeInterval(leeway))
+        let outcome: AccountChangeOutcome
         switch event.type {
         case .emailEnabled, .emailDisabled:
             let forwarding: EmailForwarding = event.type == .emailEnabled ? .enabled : .disabled
@@ -92,21 +99,34 @@ public struct NotificationHandler: JobHandler {
                 accountID: account.id,
                 emailForwarding: forwarding
             )
-            applied = try await accounts.store.apply(
+            outcome = try await accounts.store.apply(
                 AccountChange(
                     accountID: account.id,
                     action: .setEmailForwarding(forwarding),
                     webhooks: accounts.webhooks(for: webhook),
                     completesNotification: entry.jti,
+                    condition: condition,
                     at: now
                 )
             )
         case .consentRevoked where accounts.configuration.consentRevokedPolicy == .signOut:
-            applied = try await accounts.revokeCredential(account, reason: "consent_revoked", completesNotification: entry.jti, at: now)
+            outcome = try await accounts.revokeCredential(
+                account,
+                reason: "consent_revoked",
+                completesNotification: entry.jti,
+                condition: condition,
+                at: now
+            )
         case .consentRevoked:
-            applied = try await accounts.deleteQuietly(account, reason: .consentRevoked, jti: entry.jti, logger: logger)
+            outcome = try await accounts.deleteWithoutRevoking(account, reason: .consentRevoked, jti: entry.jti, condition: condition, logger: logger)
         case .accountDelete:
-            applied = try await accounts.deleteQuietly(account, reason: .appleAccountDeleted, jti: entry.jti, logger: logger)
+            outcome = try await accounts.deleteWithoutRevoking(
+                account,
+                reason: .appleAccountDeleted,
+                jti: entry.jti,
+                condition: condition,
+                logger: logger
+            )
         case .unknown(let type):
             logger.warning("notification of an unknown type recorded and ignored", metadata: ["notification.type": "\(type)"])
             return "unknown_type"
@@ -115,6 +135,16 @@ public struct NotificationHandler: JobHandler {
         Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)], factory: accounts.metrics)
             .increment()
         // An applied change marked the notification processed in its own transaction; recording is then a no-op.
-        return applied ? "processed" : "unknown_subject"
+        switch outcome {
+        case .applied: return "processed"
+        case .gone: return "unknown_subject"
+        case .superseded:
+            logger.info(Self.predatesGrant, metadata: ["notification.jti": "\(entry.jti)"])
+            return "predates_grant"
+        }
+    }
+
+    private static var predatesGrant: Logger.Message {
+        "notification older than the account's latest grant recorded and not acted on"
     }
 }

@@ -29,6 +29,10 @@ public struct RefreshValidationHandler: JobHandler {
     public var batchSize: Int { 16 }
     /// Calls to Apple at once.
     public var concurrency: Int { 16 }
+    /// Passes that may overlap: validations need no order between passes (each claimed account is leased), and a pass
+    /// held by a slow call must not hold up the claim of an account whose lease ran out (a crashed replica's is taken
+    /// over within its lease plus a tick).
+    public var passesInFlight: Int { 4 }
 
     /// Creates the handler over the lifecycle.
     public init(accounts: Accounts) {
@@ -92,8 +96,19 @@ public struct RefreshValidationHandler: JobHandler {
         case .authorizationCodeRejected:
             // invalid_grant: the user revoked the app, changed their password, or Apple ended the grant.
             Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "invalid_grant")], factory: metrics).increment()
-            logger.info("Apple says the grant is gone: signing the account out everywhere", metadata: ["account.id": "\(account.id)"])
-            _ = try await accounts.revokeCredential(account, reason: "invalid_grant", completesNotification: nil, at: now)
+            // Only if the token Apple refused is still the one held: a sign-in may have stored a new grant's meanwhile.
+            let outcome = try await accounts.revokeCredential(
+                account,
+                reason: "invalid_grant",
+                completesNotification: nil,
+                condition: .refreshToken(account.sealedRefreshToken),
+                at: now
+            )
+            guard outcome != .superseded else {
+                logger.info("Apple refused a refresh token a sign-in has replaced: sessions kept", metadata: ["account.id": "\(account.id)"])
+                return .done(.superseded)
+            }
+            logger.info("Apple says the grant is gone: the account was signed out everywhere", metadata: ["account.id": "\(account.id)"])
             accounts.wakeups.notify(.webhooks)
             return .done(.unscheduled)
         case .appleClientRejected:

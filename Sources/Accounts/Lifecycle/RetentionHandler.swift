@@ -3,7 +3,8 @@ public import Foundation
 public import Logging
 
 extension JobKind {
-    /// Removing what has outlived its purpose: spent nonces and web-flow states, old inbox records, delivered webhooks.
+    /// Removing what has outlived its purpose: spent nonces and web-flow states, old inbox records, delivered webhooks,
+    /// sessions a week after they ended.
     public static let retention = JobKind("retention")
 }
 
@@ -17,13 +18,17 @@ public enum RetentionTarget: String, Sendable, CaseIterable {
     case processedNotifications = "processed_notifications"
     /// Delivered webhook rows, 7 days after delivery (failed ones stay for operators).
     case deliveredWebhooks = "delivered_webhooks"
+    /// Sessions, 7 days after they ended (their `session_revoked` reason is promised for those days).
+    case endedSessions = "ended_sessions"
+    /// Sessions, 7 days after they expired.
+    case expiredSessions = "expired_sessions"
 
     /// The time before which a row of this target is removed, at `now`.
     public func cutoff(at now: Date) -> Date {
         switch self {
         case .nonces, .webFlowStates: now
         case .processedNotifications: now.addingTimeInterval(-30 * 86_400)
-        case .deliveredWebhooks: now.addingTimeInterval(-7 * 86_400)
+        case .deliveredWebhooks, .endedSessions, .expiredSessions: now.addingTimeInterval(-7 * 86_400)
         }
     }
 }
@@ -36,9 +41,10 @@ public protocol RetentionStore: Sendable {
     func purge(_ target: RetentionTarget, at now: Date, limit: Int) async throws -> Int
 }
 
-/// Keeps storage bounded whatever anonymous clients do: every second, each target with rows past its cutoff loses up
-/// to 1,000 of them. The probes read only the ends of the expiry indexes, so an idle tick costs four index seeks.
-/// Deleting is idempotent, so replicas running it side by side need no lease.
+/// Keeps storage bounded whatever anonymous clients do: every second, each target with rows past its cutoff loses them
+/// all, 1,000 to a transaction (so writers interleave), until none past the cutoff is left; removal keeps pace with
+/// any rate rows can be made at. The probes read only the ends of the expiry indexes, so an idle tick costs one index
+/// seek per target. Deleting is idempotent, so replicas running it side by side need no lease.
 public struct RetentionHandler: JobHandler {
     public typealias Job = RetentionTarget
     public typealias Done = Int
@@ -52,8 +58,8 @@ public struct RetentionHandler: JobHandler {
     public var batchSize: Int { RetentionTarget.allCases.count }
     /// One target at a time: they share the one writer anyway.
     public var concurrency: Int { 1 }
-    /// Rows removed per target and pass.
-    public static let rowsPerPass = 1_000
+    /// Rows removed per transaction.
+    public static let rowsPerTransaction = 1_000
 
     /// Creates the handler over its store and the clock that says what has expired.
     public init(store: any RetentionStore, clock: any WallClock) {
@@ -66,9 +72,15 @@ public struct RetentionHandler: JobHandler {
         Array(try await store.retentionTargetsDue(at: now).prefix(limit))
     }
 
-    /// Removes a bounded number of the target's rows.
+    /// Removes every row of the target past its cutoff, a transaction of at most ``rowsPerTransaction`` at a time.
     public func perform(_ target: RetentionTarget, logger: Logger) async throws -> JobOutcome<Int> {
-        .done(try await store.purge(target, at: clock.now(), limit: Self.rowsPerPass))
+        let now = clock.now()
+        var removed = 0
+        while true {
+            let batch = try await store.purge(target, at: now, limit: Self.rowsPerTransaction)
+            removed += batch
+            if batch < Self.rowsPerTransaction { return .done(removed) }
+        }
     }
 
     /// Nothing to record: a removed row is its own record.

@@ -36,6 +36,9 @@ public struct RevocationHandler: JobHandler {
     public var batchSize: Int { 32 }
     /// Every revocation of a batch at once.
     public var concurrency: Int { batchSize }
+    /// Passes that may overlap: revocations need no order between passes (each claimed row is leased), and a pass held
+    /// by a slow Apple must not hold up the claim of a row whose lease ran out.
+    public var passesInFlight: Int { 4 }
     /// The call's deadline plus 5 seconds.
     public var leaseDuration: Duration { deadline + .seconds(5) }
 

@@ -35,6 +35,12 @@ public struct AccountRecord: Sendable, Equatable {
     public var createdAt: Date
     /// When the account last changed.
     public var updatedAt: Date
+    /// The latest grant: the last successful code exchange (a daily validation is no grant). `nil` for an account
+    /// that has had none in this installation, or that predates the column: its creation stands in then.
+    public var grantedAt: Date?
+
+    /// The latest grant, or the creation when none is recorded: what a late notification is compared with.
+    public var latestGrant: Date { grantedAt ?? createdAt }
 
     /// Creates a record.
     public init(
@@ -53,7 +59,8 @@ public struct AccountRecord: Sendable, Equatable {
         lastValidatedAt: Date?,
         nextValidationAt: Date?,
         createdAt: Date,
-        updatedAt: Date
+        updatedAt: Date,
+        grantedAt: Date? = nil
     ) {
         self.id = id
         self.subjectHash = subjectHash
@@ -71,5 +78,6 @@ public struct AccountRecord: Sendable, Equatable {
         self.nextValidationAt = nextValidationAt
         self.createdAt = createdAt
         self.updatedAt = updatedAt
+        self.grantedAt = grantedAt
     }
 }

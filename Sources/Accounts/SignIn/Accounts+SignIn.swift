@@ -167,6 +167,7 @@ extension Accounts {
         if let access = tokens.accessToken { record.sealedAccessToken = try seal(access.value, "access_token") }
         record.sealedIdentityToken = try seal((tokens.idToken ?? request.identityToken).value, "identity_token")
         record.lastValidatedAt = now
+        record.grantedAt = now
         record.nextValidationAt = record.sealedRefreshToken == nil ? nil : nextValidation(after: now)
         record.updatedAt = now
 

@@ -190,5 +190,16 @@ extension Migration {
                 """,
             ]
         ),
+        Migration(
+            version: 7,
+            summary: "acting on what was read: each account's latest grant, a lease of its own for a validation, ended sessions found by age",
+            statements: [
+                // The last successful code exchange; NULL (older rows) reads as the account's creation.
+                "ALTER TABLE accounts ADD COLUMN granted_at BIGINT",
+                // A claimed validation's lease, so that the claim leaves next_validation_at (its place in the queue) alone.
+                "ALTER TABLE accounts ADD COLUMN validation_lease_until BIGINT",
+                "CREATE INDEX sessions_ended_at ON sessions (ended_at) WHERE ended_at IS NOT NULL",
+            ]
+        ),
     ]
 }

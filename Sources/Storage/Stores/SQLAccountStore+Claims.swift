@@ -17,8 +17,8 @@ public struct JobTable: Sendable, Hashable, CustomStringConvertible {
     let dueColumn: String
     /// What else a due row satisfies (constant SQL, no binds).
     let condition: String?
-    /// The lease column; `nil` when a claim moves the due time itself to the lease's end.
-    let leaseColumn: String?
+    /// The lease column.
+    let leaseColumn: String
 
     /// The table's name.
     public var description: String { table }
@@ -50,15 +50,15 @@ public struct JobTable: Sendable, Hashable, CustomStringConvertible {
         condition: "status = 'pending'",
         leaseColumn: "lease_until"
     )
-    /// Accounts whose refresh token is due for validation: a claimed account's due time moves to the end of its lease,
-    /// so it needs no lease column of its own.
+    /// Accounts whose refresh token is due for validation. The claim leases the account in a column of its own and
+    /// leaves its due time alone, so an account whose holder died keeps its place in the queue.
     public static let validations = JobTable(
         table: "accounts",
         dueIndex: "accounts_next_validation_at",
         key: "id",
         dueColumn: "next_validation_at",
         condition: "apple_credential = 'valid' AND sealed_refresh_token IS NOT NULL",
-        leaseColumn: nil
+        leaseColumn: "validation_lease_until"
     )
 
     /// Every job table.
@@ -81,9 +81,7 @@ extension SQLAccountStore {
         if let condition = jobs.condition {
             query += " AND \(unsafeRaw: condition)"
         }
-        if let lease = jobs.leaseColumn {
-            query += " AND (\(unsafeRaw: lease) IS NULL OR \(unsafeRaw: lease) <= \(bind: now))"
-        }
+        query += " AND (\(unsafeRaw: jobs.leaseColumn) IS NULL OR \(unsafeRaw: jobs.leaseColumn) <= \(bind: now))"
         query += " ORDER BY \(unsafeRaw: jobs.dueColumn) LIMIT \(bind: limit) \(unsafeRaw: lockingClause)"
         return query
     }
@@ -99,11 +97,10 @@ extension SQLAccountStore {
         as decode: @escaping @Sendable (any SQLRow) throws -> Job
     ) async throws -> [Job] {
         let candidates = dueRows(jobs, now: now, limit: limit)
-        let leased = jobs.leaseColumn ?? jobs.dueColumn
         return try await database.transaction { db in
             try await db.raw(
                 """
-                UPDATE \(unsafeRaw: jobs.table) SET \(unsafeRaw: leased) = \(bind: leaseUntil.milliseconds)
+                UPDATE \(unsafeRaw: jobs.table) SET \(unsafeRaw: jobs.leaseColumn) = \(bind: leaseUntil.milliseconds)
                 WHERE \(unsafeRaw: jobs.key) IN (\(candidates))
                 RETURNING \(unsafeRaw: columns)
                 """

@@ -14,14 +14,28 @@ extension SQLAccountStore: LifecycleStore {
         }
     }
 
-    /// Applies one account change and everything it leaves behind, in one transaction.
-    public func apply(_ change: AccountChange) async throws -> Bool {
+    /// Applies one account change and everything it leaves behind, in one transaction. The change's condition is part
+    /// of its first statement, so a change decided on an earlier read writes nothing once the account has moved on.
+    public func apply(_ change: AccountChange) async throws -> AccountChangeOutcome {
         let at = change.at.milliseconds
-        let applied = try await database.transaction { db -> Bool in
+        let condition = Self.sql(change.condition)
+        let outcome = try await database.transaction { db -> AccountChangeOutcome in
+            var revocation: RevocationJob?
             switch change.action {
-            case .delete(let audit, let revocation):
-                let deleted = try await db.raw("DELETE FROM accounts WHERE id = \(bind: change.accountID) RETURNING id").all()
-                guard !deleted.isEmpty else { return false }
+            case .delete(let audit, let plan):
+                let deleted = try await db.raw(
+                    """
+                    DELETE FROM accounts WHERE id = \(bind: change.accountID)\(condition)
+                    RETURNING id, client_id, sealed_refresh_token, sealed_access_token
+                    """
+                ).all()
+                guard let row = deleted.first else { return try await Self.whyUnchanged(change.accountID, on: db) }
+                let removed = RemovedTokens(
+                    accountID: change.accountID,
+                    clientID: try row.string("client_id"),
+                    sealedRefreshToken: try row.optionalString("sealed_refresh_token"),
+                    sealedAccessToken: try row.optionalString("sealed_access_token")
+                )
                 // A transfer identifier is the user's too. An imported account leaves only its id, marked deleted, so
                 // that running `transfer import` again does not bring it back.
                 try await db.raw("DELETE FROM transfer_exports WHERE account_id = \(bind: change.accountID)").run()
@@ -52,25 +66,27 @@ extension SQLAccountStore: LifecycleStore {
                     WHERE subject_digest = \(bind: audit.subjectDigest) AND processed_at IS NULL
                     """
                 ).run()
-                if let job = revocation {
+                // The token this deletion removed, whatever an earlier read of the account said.
+                if let job = try plan?.job(for: removed) {
                     try await Self.insertRevocation(job, on: db)
+                    revocation = job
                 }
             case .setEmailForwarding(let forwarding):
                 let updated = try await db.raw(
                     """
                     UPDATE accounts SET email_forwarding = \(bind: forwarding.rawValue), updated_at = \(bind: at)
-                    WHERE id = \(bind: change.accountID) RETURNING id
+                    WHERE id = \(bind: change.accountID)\(condition) RETURNING id
                     """
                 ).all()
-                guard !updated.isEmpty else { return false }
+                guard !updated.isEmpty else { return try await Self.whyUnchanged(change.accountID, on: db) }
             case .revokeCredential:
                 let updated = try await db.raw(
                     """
                     UPDATE accounts SET apple_credential = 'revoked', updated_at = \(bind: at)
-                    WHERE id = \(bind: change.accountID) RETURNING id
+                    WHERE id = \(bind: change.accountID)\(condition) RETURNING id
                     """
                 ).all()
-                guard !updated.isEmpty else { return false }
+                guard !updated.isEmpty else { return try await Self.whyUnchanged(change.accountID, on: db) }
                 try await db.raw(
                     """
                     UPDATE sessions SET ended_at = \(bind: at), end_reason = 'apple_credential_revoked'
@@ -84,12 +100,27 @@ extension SQLAccountStore: LifecycleStore {
             if let jti = change.completesNotification {
                 try await Self.completeNotification(jti: jti, outcome: "processed", at: at, in: db)
             }
-            return true
+            return .applied(revocation: revocation)
         }
-        if applied, case .delete = change.action {
+        if case .applied = outcome, case .delete = change.action {
             try await database.purgeDeletedData()
         }
-        return applied
+        return outcome
+    }
+
+    /// A change's condition as SQL to add to its statement's `WHERE` (empty for none).
+    static func sql(_ condition: ChangeCondition?) -> SQLQueryString {
+        switch condition {
+        case nil: ""
+        case .grantedNoLaterThan(let instant): " AND COALESCE(granted_at, created_at) <= \(bind: instant.milliseconds)"
+        case .refreshToken(let sealed?): " AND sealed_refresh_token = \(bind: sealed)"
+        case .refreshToken(nil): " AND sealed_refresh_token IS NULL"
+        }
+    }
+
+    /// Why a change's statement matched no row: the account is gone, or no longer meets the condition.
+    static func whyUnchanged(_ accountID: String, on db: any SQLDatabase) async throws -> AccountChangeOutcome {
+        try await db.raw("SELECT id FROM accounts WHERE id = \(bind: accountID)").first() == nil ? .gone : .superseded
     }
 }
 

@@ -10,6 +10,8 @@ extension SQLAccountStore: RetentionStore {
         case .webFlowStates: ("web_flow_states", "state_hash", "expires_at <=")
         case .processedNotifications: ("notification_inbox", "jti", "processed_at <=")
         case .deliveredWebhooks: ("webhook_outbox", "id", "status = 'delivered' AND delivered_at <=")
+        case .endedSessions: ("sessions", "token_hash", "ended_at <=")
+        case .expiredSessions: ("sessions", "token_hash", "expires_at <=")
         }
     }
 

@@ -57,7 +57,7 @@ extension SQLAccountStore: TransferStore {
                     \(bind: account.sealedEmail), \(bind: account.isPrivateEmail ? 1 : 0),
                     \(bind: account.emailForwarding.rawValue), \(bind: account.sealedName), \(bind: account.clientID),
                     NULL, NULL, NULL, \(bind: account.appleCredential.rawValue), NULL, NULL,
-                    \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds))
+                    \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds), NULL)
                 """
             ).run()
             try await db.raw(

@@ -8,39 +8,39 @@ extension SQLAccountStore: ValidationSchedule {
         try await claim(.validations, now: now, leaseUntil: leaseUntil, limit: limit, returning: Self.accountColumns, as: Self.account(from:))
     }
 
-    /// Records a batch: validated accounts get `last_validated_at`, the new access token (when Apple sent one) and
-    /// their next due time; unscheduled and given-up ones are not due until their next sign-in; retries are due again
-    /// at their time.
+    /// Records a batch and ends its leases: validated accounts get `last_validated_at`, the new access token (when
+    /// Apple sent one) and their next due time; unscheduled and given-up ones are not due until their next sign-in;
+    /// retries are due again at their time; superseded ones are left as the sign-in that replaced their token left them.
+    ///
+    /// A validated or unscheduled account is written only while it holds the refresh token that was validated: a
+    /// sign-in that stored another one meanwhile set a schedule of its own, which a verdict on the old token must not
+    /// undo.
     public func completeValidations(_ results: [JobResult<AccountRecord, ValidationResult>], at now: Date) async throws {
-        var unscheduled: [String] = []
-        var validated: [(id: String, at: Int64, sealedAccessToken: String?, next: Int64)] = []
-        var retries: [(id: String, next: Int64)] = []
-        for result in results {
-            switch result.outcome {
-            case .done(.validated(let at, let sealedAccessToken, let next)):
-                validated.append((result.job.id, at.milliseconds, sealedAccessToken, next.milliseconds))
-            case .done(.unscheduled), .failed:
-                unscheduled.append(result.job.id)
-            case .retry(let next, _):
-                retries.append((result.job.id, next.milliseconds))
+        try await database.transaction { db in
+            for result in results {
+                let id = result.job.id
+                let sameToken = Self.sql(.refreshToken(result.job.sealedRefreshToken))
+                switch result.outcome {
+                case .done(.validated(let at, let sealedAccessToken, let next)):
+                    try await db.raw(
+                        """
+                        UPDATE accounts SET last_validated_at = \(bind: at.milliseconds),
+                            sealed_access_token = COALESCE(\(bind: sealedAccessToken), sealed_access_token),
+                            next_validation_at = \(bind: next.milliseconds), updated_at = \(bind: at.milliseconds)
+                        WHERE id = \(bind: id)\(sameToken)
+                        """
+                    ).run()
+                case .done(.unscheduled), .failed:
+                    try await db.raw("UPDATE accounts SET next_validation_at = NULL WHERE id = \(bind: id)\(sameToken)").run()
+                case .retry(let next, _):
+                    try await db.raw("UPDATE accounts SET next_validation_at = \(bind: next.milliseconds) WHERE id = \(bind: id)").run()
+                case .done(.superseded):
+                    break
+                }
             }
-        }
-        try await database.transaction { [unscheduled, validated, retries] db in
-            if !unscheduled.isEmpty {
-                try await db.raw("UPDATE accounts SET next_validation_at = NULL WHERE id IN (\(binds: unscheduled))").run()
-            }
-            for account in validated {
-                try await db.raw(
-                    """
-                    UPDATE accounts SET last_validated_at = \(bind: account.at),
-                        sealed_access_token = COALESCE(\(bind: account.sealedAccessToken), sealed_access_token),
-                        next_validation_at = \(bind: account.next), updated_at = \(bind: account.at)
-                    WHERE id = \(bind: account.id)
-                    """
-                ).run()
-            }
-            for retry in retries {
-                try await db.raw("UPDATE accounts SET next_validation_at = \(bind: retry.next) WHERE id = \(bind: retry.id)").run()
+            let ids = results.map(\.job.id)
+            if !ids.isEmpty {
+                try await db.raw("UPDATE accounts SET validation_lease_until = NULL WHERE id IN (\(binds: ids))").run()
             }
         }
     }
@@ -58,13 +58,14 @@ extension SQLAccountStore: ValidationSchedule {
         }
     }
 
-    /// How many accounts are due, and the oldest due time.
+    /// How many accounts are due and not held by a claim, and the oldest due time among them.
     public func validationBacklog(now: Date) async throws -> (count: Int, oldestDue: Date?) {
         try await database.withDatabase { db in
             let row = try await db.raw(
                 """
                 SELECT COUNT(*) AS n, MIN(next_validation_at) AS oldest FROM accounts
                 WHERE next_validation_at <= \(bind: now.milliseconds)
+                    AND (validation_lease_until IS NULL OR validation_lease_until <= \(bind: now.milliseconds))
                 """
             ).first()
             return (try row?.decode(column: "n", as: Int.self) ?? 0, try row?.date("oldest"))

@@ -18,7 +18,7 @@ public struct SQLAccountStore: AccountStore {
     static let accountColumns = """
         id, subject_hash, sealed_subject, sealed_email, is_private_email, email_forwarding, sealed_name, client_id,
         sealed_refresh_token, sealed_access_token, sealed_identity_token, apple_credential, last_validated_at,
-        next_validation_at, created_at, updated_at
+        next_validation_at, created_at, updated_at, granted_at
         """
 
     /// ``accountColumns`` read from the alias `a`, each under its own name.
@@ -135,7 +135,8 @@ public struct SQLAccountStore: AccountStore {
                         \(bind: account.sealedRefreshToken), \(bind: account.sealedAccessToken),
                         \(bind: account.sealedIdentityToken), \(bind: account.appleCredential.rawValue),
                         \(bind: account.lastValidatedAt?.milliseconds), \(bind: account.nextValidationAt?.milliseconds),
-                        \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds))
+                        \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds),
+                        \(bind: account.grantedAt?.milliseconds))
                     ON CONFLICT (subject_hash) DO NOTHING
                     RETURNING id
                     """
@@ -153,7 +154,7 @@ public struct SQLAccountStore: AccountStore {
                         apple_credential = \(bind: account.appleCredential.rawValue),
                         last_validated_at = \(bind: account.lastValidatedAt?.milliseconds),
                         next_validation_at = \(bind: account.nextValidationAt?.milliseconds),
-                        updated_at = \(bind: account.updatedAt.milliseconds)
+                        updated_at = \(bind: account.updatedAt.milliseconds), granted_at = \(bind: account.grantedAt?.milliseconds)
                     WHERE id = \(bind: account.id)
                     RETURNING id
                     """
@@ -293,7 +294,8 @@ public struct SQLAccountStore: AccountStore {
             lastValidatedAt: try row.date("last_validated_at"),
             nextValidationAt: try row.date("next_validation_at"),
             createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
-            updatedAt: try row.date("updated_at") ?? Date(timeIntervalSince1970: 0)
+            updatedAt: try row.date("updated_at") ?? Date(timeIntervalSince1970: 0),
+            grantedAt: try row.date("granted_at")
         )
     }
 }

@@ -1,0 +1,119 @@
+public import Logging
+public import NIOCore
+public import SQLKit
+public import Storage
+import Synchronization
+
+/// A database that can hold one read back after it ran, for tests of what the lifecycle does when something commits
+/// between its read and its write (a sign-in between a deletion's read of the account and its transaction, say).
+///
+/// Armed with a predicate on the SQL, the next read through ``withDatabase(_:)`` that ran a matching statement returns
+/// only once the test opens the gate; it holds no connection and no lock meanwhile. Reads at once (``readNow(_:)``)
+/// go through ``withDatabase(_:)`` while armed, so that they can be held too. Everything else passes straight through.
+public final class GatedDatabaseClient: DatabaseClient {
+    private struct State {
+        var predicate: (@Sendable (String) -> Bool)?
+        var held: CheckedContinuation<Void, Never>?
+        var isHolding = false
+    }
+
+    private let base: any DatabaseClient
+    private let state = Mutex(State())
+
+    /// Wraps `base`.
+    public init(_ base: any DatabaseClient) {
+        self.base = base
+    }
+
+    /// Holds back the next read that runs a statement matching `predicate`.
+    public func arm(_ predicate: @escaping @Sendable (String) -> Bool) {
+        state.withLock { $0.predicate = predicate }
+    }
+
+    /// Whether a read is being held.
+    public var isHolding: Bool { state.withLock { $0.isHolding } }
+
+    /// Lets the held read return (and disarms).
+    public func open() {
+        let held = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.predicate = nil
+            state.isHolding = false
+            defer { state.held = nil }
+            return state.held
+        }
+        held?.resume()
+    }
+
+    /// The wrapped database's dialect.
+    public var flavor: DatabaseFlavor { base.flavor }
+
+    /// Runs `body` on the wrapped database; while armed, a run that executed a matching statement is held after it.
+    public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        guard let predicate = state.withLock({ $0.predicate }) else { return try await base.withDatabase(body) }
+        let matched = Mutex(false)
+        let result = try await base.withDatabase { db in
+            try await body(RecordingSQLDatabase(base: db) { sql in if predicate(sql) { matched.withLock { $0 = true } } })
+        }
+        guard matched.withLock({ $0 }) else { return result }
+        await withCheckedContinuation { continuation in
+            let release = state.withLock { state -> Bool in
+                guard state.predicate != nil, state.held == nil else { return true }
+                state.held = continuation
+                state.isHolding = true
+                return false
+            }
+            if release { continuation.resume() }
+        }
+        return result
+    }
+
+    /// `nil` while armed, so that the caller reads through ``withDatabase(_:)``; else the wrapped database's answer.
+    public func readNow(_ query: SQLQueryString) throws -> [any SQLRow]? {
+        guard state.withLock({ $0.predicate == nil }) else { return nil }
+        return try base.readNow(query)
+    }
+
+    /// The wrapped database's transaction.
+    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await base.transaction(body)
+    }
+
+    /// The wrapped database's.
+    public var withoutDeadline: any DatabaseClient { base.withoutDeadline }
+
+    /// The wrapped database's.
+    public func purgeDeletedData() async throws {
+        try await base.purgeDeletedData()
+    }
+
+    /// The wrapped database's.
+    public func close() async {
+        await base.close()
+    }
+}
+
+/// An `SQLDatabase` that tells `seen` the text of every statement it runs.
+private struct RecordingSQLDatabase: SQLDatabase {
+    let base: any SQLDatabase
+    let seen: @Sendable (String) -> Void
+
+    var logger: Logger { base.logger }
+    var eventLoop: any EventLoop { base.eventLoop }
+    var version: (any SQLDatabaseReportedVersion)? { base.version }
+    var dialect: any SQLDialect { base.dialect }
+    var queryLogLevel: Logger.Level? { base.queryLogLevel }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<Void> {
+        seen(base.serialize(query).sql)
+        return base.execute(sql: query, onRow)
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        seen(base.serialize(query).sql)
+        try await base.execute(sql: query, onRow)
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        try await base.withSession { try await closure(RecordingSQLDatabase(base: $0, seen: seen)) }
+    }
+}
