@@ -115,7 +115,8 @@ struct DecodedJWS: Sendable {
     }
 
     /// Decoded headers by their exact base64url bytes. Apple's headers differ only by `kid`, so a handful covers every
-    /// genuine token; anything else is decoded as usual and, once the cache is full, not kept.
+    /// genuine token. Anyone can send a header (notifications are anonymous), so when the cache is full it starts over
+    /// rather than keep the first comers for good.
     private final class HeaderCache: Sendable {
         static let shared = HeaderCache()
         /// How many headers are kept; the longest header kept.
@@ -132,7 +133,8 @@ struct DecodedJWS: Sendable {
             if part.count <= Self.longest {
                 headers.withLock { headers in
                     // A copy of the part, not a slice of the whole token.
-                    if headers.count < Self.capacity { headers[ArraySlice(Array(part))] = header }
+                    if headers.count >= Self.capacity { headers.removeAll(keepingCapacity: true) }
+                    headers[ArraySlice(Array(part))] = header
                 }
             }
             return header

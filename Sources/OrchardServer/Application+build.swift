@@ -143,6 +143,7 @@ func metricsApplication(
     routes.add(.get, "/metrics")
     return Application(
         router: router,
+        server: ServerTLS.plainHTTP(),
         configuration: .init(address: .hostname(host, port: port), serverName: "orchard-metrics"),
         onServerRunning: onServerRunning,
         logger: logger

@@ -202,4 +202,16 @@ struct HTTPHygieneTests {
             #expect(String(decoding: openAPI.body, as: UTF8.self).hasPrefix("openapi: 3.1"))
         }
     }
+
+    @Test("a method that is not one of HTTP's own is counted as _OTHER, so clients cannot add metric series at will")
+    func metricsMethodsBounded() async throws {
+        try await OrchardHarness.with { h in
+            for method in ["PROPFIND", "MKCOL", "LOCK", "PURGE"] {
+                #expect(try await RawHTTP.send(port: h.server.port, method, "/health/live").status == 405)
+            }
+            let exposition = String(decoding: try await h.request(.GET, "/metrics").body, as: UTF8.self)
+            for method in ["PROPFIND", "MKCOL", "LOCK", "PURGE"] { #expect(!exposition.contains(method)) }
+            #expect(exposition.contains(#"http_request_method="_OTHER""#))
+        }
+    }
 }

@@ -19,7 +19,7 @@ struct SlowClientTests {
         return closedAfter >= .seconds(9) && closedAfter <= .seconds(13)
     }
 
-    @Test("a connection that sends nothing, or half a request head, is closed within 10 s; normal traffic is unaffected")
+    @Test("a connection that sends nothing, half a request head, or half a body is closed within 10 s; normal traffic is unaffected")
     func slowHeads() async throws {
         try await OrchardHarness.with { h in
             let port = h.server.port
@@ -31,9 +31,15 @@ struct SlowClientTests {
                 thenSending: Array("GET /health/li".utf8),
                 closeWithin: .seconds(20)
             )
+            // A body sent slowly: its head, then ten of its hundred bytes, then nothing.
+            let slowBody = "POST /v1/apple/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + "Content-Length: 100\r\n\r\n{\"payload\""
+            async let body = RawHTTP.exchange(port: port, sending: Array(slowBody.utf8), closeWithin: .seconds(20))
             // Meanwhile, whole requests are answered at once.
             for _ in 0..<5 { #expect(try await h.request(.GET, "/health/live").status == 200) }
             let (silentResult, halfResult, laterResult) = try await (silent, half, later)
+            let bodyResult = try await body
+            #expect(Self.closedByHeadDeadline(bodyResult.closedAfter), "half a body: \(String(describing: bodyResult.closedAfter))")
             #expect(Self.closedByHeadDeadline(silentResult.closedAfter), "silent: \(String(describing: silentResult.closedAfter))")
             #expect(silentResult.received.isEmpty)
             #expect(Self.closedByHeadDeadline(halfResult.closedAfter), "half a head: \(String(describing: halfResult.closedAfter))")

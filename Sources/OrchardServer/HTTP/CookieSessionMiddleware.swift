@@ -37,7 +37,8 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
             return try await next(request, context)
         }
         if Self.isUnsafe(request.method), !isSameOrigin(request) {
-            context.logger.info(
+            // Debug: anyone can send such requests, and one line each would let them fill the log.
+            context.logger.debug(
                 "refused a cookie-authenticated request from another origin",
                 metadata: ["http.route": "\(context.endpointPath ?? "?")"]
             )

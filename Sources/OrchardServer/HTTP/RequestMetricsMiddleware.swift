@@ -27,22 +27,32 @@ public struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddlewar
     /// Handles one request.
     public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
         let start = DispatchTime.now().uptimeNanoseconds
-        let active = cache.active(request.method)
+        let method = Self.dimension(request.method)
+        let active = cache.active(method)
         active.increment()
         defer { active.decrement() }
         do {
             let response = try await next(request, context)
-            let route = cache.route(Route(path: context.endpointPath ?? "Unknown", method: request.method, status: response.status))
+            let route = cache.route(Route(path: context.endpointPath ?? "Unknown", method: method, status: response.status))
             route.requests.increment()
             route.duration.recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
             if response.status.code >= 400 { route.errors.increment() }
             return response
         } catch {
             let status = (error as? any HTTPResponseError)?.status ?? .internalServerError
-            let route = cache.route(Route(path: context.endpointPath ?? "NotFound", method: request.method, status: status))
+            let route = cache.route(Route(path: context.endpointPath ?? "NotFound", method: method, status: status))
             route.requests.increment()
             route.errors.increment()
             throw error
+        }
+    }
+
+    /// The method as a metric's dimension: one of HTTP's own, else `_OTHER` (OpenTelemetry's name), so that the series
+    /// stay bounded whatever a client sends (HTTP/2 takes any token as `:method`).
+    static func dimension(_ method: HTTPRequest.Method) -> HTTPRequest.Method {
+        switch method {
+        case .get, .head, .post, .put, .delete, .patch, .options, .connect, .trace: method
+        default: .otherMethods
         }
     }
 
@@ -107,4 +117,9 @@ public struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddlewar
             }
         }
     }
+}
+
+extension HTTPRequest.Method {
+    /// Every method that is not one of HTTP's own, as a metric's dimension.
+    fileprivate static let otherMethods = HTTPRequest.Method("_OTHER")!
 }

@@ -5,17 +5,25 @@ import NIOHTTPTypes
 
 /// The contract's bounds on slow and idle clients, so that a client cannot hold connections open without sending:
 /// a new connection completes its TLS handshake (with built-in TLS) and its first request head within
-/// ``headTimeout`` of opening; a later request's head is complete within ``headTimeout`` of its first byte; a
-/// keep-alive connection with no request in progress is closed after ``idleTimeout``.
+/// ``headTimeout`` of opening; a later request's head is complete within ``headTimeout`` of its first byte; a request's
+/// body (at most 64 KiB) is complete within ``bodyTimeout`` of its head; a keep-alive connection with no request in
+/// progress is closed after ``idleTimeout``.
 struct ConnectionDeadlines: Sendable {
     /// For a request head (and, on a new connection, the TLS handshake before it).
     var headTimeout: Duration = .seconds(10)
+    /// For a request's body, from its head: a body sent a byte at a time would otherwise hold the connection for good.
+    var bodyTimeout: Duration = .seconds(10)
     /// For a kept-alive connection with no request in progress.
     var idleTimeout: Duration = .seconds(60)
 
-    /// Wraps `inner` so that every connection it sets up is held to the head deadline.
+    /// Wraps `inner` so that every connection it sets up is held to the head and body deadlines.
     func guarding<Inner: ServerChildChannel>(_ inner: Inner) -> some ServerChildChannel {
-        HeadDeadlineChildChannel(inner: inner, headTimeout: TimeAmount(headTimeout))
+        HeadDeadlineChildChannel(inner: inner, headTimeout: TimeAmount(headTimeout), bodyTimeout: TimeAmount(bodyTimeout))
+    }
+
+    /// HTTP/1.1 with the watcher after its codec and the idle timeout.
+    var http1Configuration: HTTP1Channel.Configuration {
+        HTTP1Channel.Configuration(additionalChannelHandlers: watchers(), idleTimeout: TimeAmount(idleTimeout))
     }
 
     /// The handlers that tell a connection's ``HeadDeadlineHandler`` when heads arrive and responses end; one per HTTP/1
@@ -29,10 +37,12 @@ struct ConnectionDeadlines: Sendable {
 private struct HeadDeadlineChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
     let inner: Inner
     let headTimeout: TimeAmount
+    let bodyTimeout: TimeAmount
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
         do {
-            try channel.pipeline.syncOperations.addHandler(HeadDeadlineHandler(timeout: headTimeout), position: .first)
+            let handler = HeadDeadlineHandler(headTimeout: headTimeout, bodyTimeout: bodyTimeout)
+            try channel.pipeline.syncOperations.addHandler(handler, position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }
@@ -44,33 +54,42 @@ private struct HeadDeadlineChildChannel<Inner: ServerChildChannel>: ServerChildC
     }
 }
 
-/// Sits in front of everything (TLS included) and closes the connection when a request head is not complete in time:
-/// the first within the timeout of opening (which covers the TLS handshake), a later one within the timeout of the
-/// first byte that follows an idle spell. ``RequestHeadWatcher`` says when heads arrive and when the connection is
-/// idle; over HTTP/2 the connection's own idle timeout takes over once the first stream opens.
+/// Sits in front of everything (TLS included) and closes the connection when a request is not read in time: the first
+/// head within the head timeout of opening (which covers the TLS handshake), a later one within the head timeout of its
+/// first byte, and each body within the body timeout of its head. ``RequestHeadWatcher`` says when heads and ends
+/// arrive and when every request has been answered; over HTTP/2 the connection's own idle timeout takes over once the
+/// first stream opens.
 final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
     private enum Phase {
+        /// A head is due: the timer runs.
         case awaitingHead
-        case inRequest
+        /// A head arrived and its body is due: the timer runs.
+        case readingBody
+        /// Every request read is being answered; `bytesArrived` once the next one has begun.
+        case answering(bytesArrived: Bool)
+        /// Nothing in progress: Hummingbird's idle timeout runs.
         case idle
+        /// HTTP/2: its own timeouts apply.
         case multiplexed
     }
 
-    private let timeout: TimeAmount
+    private let headTimeout: TimeAmount
+    private let bodyTimeout: TimeAmount
     private var phase = Phase.awaitingHead
     private var timer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
 
-    init(timeout: TimeAmount) {
-        self.timeout = timeout
+    init(headTimeout: TimeAmount, bodyTimeout: TimeAmount) {
+        self.headTimeout = headTimeout
+        self.bodyTimeout = bodyTimeout
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { arm() }
+        if context.channel.isActive { arm(headTimeout) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -79,7 +98,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        arm()
+        if case .awaitingHead = phase { arm(headTimeout) }
         context.fireChannelActive()
     }
 
@@ -89,25 +108,46 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if phase == .idle {
+        switch phase {
+        case .idle:
             phase = .awaitingHead
-            arm()
+            arm(headTimeout)
+        case .answering:
+            phase = .answering(bytesArrived: true)
+        case .awaitingHead, .readingBody, .multiplexed:
+            break
         }
         context.fireChannelRead(data)
     }
 
-    /// A request head is complete.
+    /// A request head is complete: its body is due.
     func headReceived() {
-        guard phase != .multiplexed else { return }
+        guard !isMultiplexed else { return }
         disarm()
-        phase = .inRequest
+        phase = .readingBody
+        arm(bodyTimeout)
     }
 
-    /// Every request read so far has been answered: the next byte starts a new head's deadline.
-    func becameIdle() {
-        guard phase != .multiplexed else { return }
+    /// A request has been read whole.
+    func requestEnded() {
+        guard !isMultiplexed else { return }
         disarm()
-        phase = .idle
+        phase = .answering(bytesArrived: false)
+    }
+
+    /// Every request read so far has been answered: a head that has begun meanwhile is due now, else the next byte
+    /// starts one's deadline.
+    func becameIdle() {
+        switch phase {
+        case .answering(bytesArrived: true):
+            phase = .awaitingHead
+            arm(headTimeout)
+        case .answering(bytesArrived: false), .awaitingHead, .readingBody:
+            disarm()
+            phase = .idle
+        case .idle, .multiplexed:
+            break
+        }
     }
 
     /// The connection speaks HTTP/2: its streams are watched by HTTP/2's own idle timeout.
@@ -116,13 +156,21 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
         phase = .multiplexed
     }
 
-    private func arm() {
+    private var isMultiplexed: Bool {
+        if case .multiplexed = phase { return true }
+        return false
+    }
+
+    private func arm(_ timeout: TimeAmount) {
         guard timer == nil, let context else { return }
         let loop = context.eventLoop.assumeIsolated()
         timer = loop.scheduleTask(in: timeout) { [weak self] in
             guard let self, let context = self.context else { return }
             self.timer = nil
-            if self.phase == .awaitingHead { context.close(promise: nil) }
+            switch self.phase {
+            case .awaitingHead, .readingBody: context.close(promise: nil)
+            case .answering, .idle, .multiplexed: break
+            }
         }
     }
 
@@ -132,8 +180,8 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 }
 
-/// Tells the connection's ``HeadDeadlineHandler`` when a request head has arrived and when every request read has been
-/// answered. It sits after the HTTP/1 codec (of the connection, or of an HTTP/2 stream, whose connection it then marks
+/// Tells the connection's ``HeadDeadlineHandler`` when a request's head and end have arrived and when every request
+/// read has been answered. It sits after the HTTP/1 codec (of the connection, or of an HTTP/2 stream, whose connection it then marks
 /// as multiplexed).
 final class RequestHeadWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
@@ -154,9 +202,14 @@ final class RequestHeadWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .head = unwrapInboundIn(data) {
+        switch unwrapInboundIn(data) {
+        case .head:
             inFlight += 1
             deadline?.headReceived()
+        case .end:
+            deadline?.requestEnded()
+        case .body:
+            break
         }
         context.fireChannelRead(data)
     }

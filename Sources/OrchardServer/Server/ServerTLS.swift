@@ -9,6 +9,14 @@ import NIOSSL
 /// `ORCHARD_TLS_KEY_FILE`, HTTPS only, TLS 1.2 or later, with HTTP/2 and HTTP/1.1 chosen by ALPN; either way held to
 /// the ``ConnectionDeadlines`` for slow and idle clients.
 enum ServerTLS {
+    /// Plain HTTP/1.1 held to `deadlines` (the metrics listener's, and the public one's without TLS).
+    static func plainHTTP(_ deadlines: ConnectionDeadlines = ConnectionDeadlines()) -> HTTPServerBuilder {
+        let http1 = deadlines.http1Configuration
+        return HTTPServerBuilder { responder in
+            deadlines.guarding(HTTP1Channel(responder: responder, configuration: http1))
+        }
+    }
+
     /// The server builder for `configuration`.
     ///
     /// - Throws: ``ConfigurationError`` naming the file that cannot be used.
@@ -16,14 +24,9 @@ enum ServerTLS {
         _ configuration: OrchardConfiguration,
         deadlines: ConnectionDeadlines = ConnectionDeadlines()
     ) throws(ConfigurationError) -> HTTPServerBuilder {
-        let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: deadlines.watchers(),
-            idleTimeout: TimeAmount(deadlines.idleTimeout)
-        )
+        let http1 = deadlines.http1Configuration
         guard let certificateFile = configuration.tlsCertificateFile, let keyFile = configuration.tlsKeyFile else {
-            return HTTPServerBuilder { responder in
-                deadlines.guarding(HTTP1Channel(responder: responder, configuration: http1))
-            }
+            return plainHTTP(deadlines)
         }
         let chain: [NIOSSLCertificate]
         do {
