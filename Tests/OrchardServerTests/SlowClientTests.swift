@@ -32,7 +32,8 @@ struct SlowClientTests {
                 closeWithin: .seconds(20)
             )
             // A body sent slowly: its head, then ten of its hundred bytes, then nothing.
-            let slowBody = "POST /v1/apple/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            let slowBody =
+                "POST /v1/apple/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 + "Content-Length: 100\r\n\r\n{\"payload\""
             async let body = RawHTTP.exchange(port: port, sending: Array(slowBody.utf8), closeWithin: .seconds(20))
             // Meanwhile, whole requests are answered at once.
