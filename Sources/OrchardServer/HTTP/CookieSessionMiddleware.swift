@@ -55,7 +55,7 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
             var problem = OrchardProblem(error)
             SessionCookie.addClearing(to: &problem.headers)
             throw problem
-        } catch var problem as OrchardProblem where problem.accountsCode == .sessionRevoked || (ends && Self.isClientFault(problem)) {
+        } catch var problem as OrchardProblem where problem.code == .sessionRevoked || (ends && Self.isClientFault(problem)) {
             SessionCookie.addClearing(to: &problem.headers)
             throw problem
         }
@@ -74,7 +74,7 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
 
     /// A 4xx other than the CSRF refusal (which never clears: a foreign page could otherwise sign the user out).
     private static func isClientFault(_ problem: OrchardProblem) -> Bool {
-        (400..<500).contains(problem.status.code) && problem.code != OrchardProblem.csrfRejected.code
+        (400..<500).contains(problem.status.code) && problem.code != .csrfRejected
     }
 
     /// `scheme://host[:port]`, lowercased, without the scheme's default port; `nil` for `null` or anything that is not

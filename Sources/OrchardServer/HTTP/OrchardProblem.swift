@@ -10,12 +10,12 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     /// The largest request body Orchard reads.
     public static let maxBodySize = 64 * 1024
 
-    /// The HTTP status.
-    public var status: HTTPResponse.Status
     /// The stable machine code.
-    public var code: String
+    public var code: ProblemCode
+    /// The HTTP status: the code's.
+    public var status: HTTPResponse.Status { code.status }
     /// A short, fixed summary of the code.
-    public var title: String
+    public var title: String { code.title }
     /// What went wrong this time (never a token, an email or a subject).
     public var detail: String
     /// Extra members (e.g. `reason` for `session_revoked`).
@@ -27,42 +27,23 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     public var logReason: String?
 
     /// Creates a problem.
-    public init(
-        _ status: HTTPResponse.Status,
-        code: String,
-        title: String? = nil,
-        detail: String,
-        extra: [String: String] = [:],
-        headers: HTTPFields = [:]
-    ) {
-        self.status = status
+    public init(_ code: ProblemCode, detail: String, extra: [String: String] = [:], headers: HTTPFields = [:]) {
         self.code = code
-        self.title = title ?? status.reasonPhrase
         self.detail = detail
         self.extra = extra
         self.headers = headers
     }
 
-    /// The lifecycle code this problem stands for, when it stands for one (not `payload_too_large`,
-    /// `method_not_allowed`, `csrf_rejected` or `rate_limited`): what code that treats some problems apart matches on,
-    /// rather than the code's text.
-    public var accountsCode: AccountsError.Code? { AccountsError.Code(rawValue: code) }
-
     /// `400 invalid_request`.
     public static func invalidRequest(_ detail: String) -> OrchardProblem {
-        OrchardProblem(.badRequest, code: "invalid_request", title: "Invalid request", detail: detail)
+        OrchardProblem(.invalidRequest, detail: detail)
     }
 
     /// `413 payload_too_large`.
-    public static let payloadTooLarge = OrchardProblem(
-        .contentTooLarge,
-        code: "payload_too_large",
-        title: "Payload too large",
-        detail: "request bodies are limited to 64 KiB"
-    )
+    public static let payloadTooLarge = OrchardProblem(.payloadTooLarge, detail: "request bodies are limited to 64 KiB")
 
     /// `404 not_found`.
-    public static let notFound = OrchardProblem(.notFound, code: "not_found", title: "Not found", detail: "no such endpoint")
+    public static let notFound = OrchardProblem(.notFound, detail: "no such endpoint")
 
     /// `405 method_not_allowed`, listing the allowed methods.
     public static func methodNotAllowed(allowed: [HTTPRequest.Method]) -> OrchardProblem {
@@ -70,8 +51,6 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         headers[.allow] = allowed.map(\.rawValue).joined(separator: ", ")
         return OrchardProblem(
             .methodNotAllowed,
-            code: "method_not_allowed",
-            title: "Method not allowed",
             detail: "this endpoint accepts \(allowed.map(\.rawValue).joined(separator: ", "))",
             headers: headers
         )
@@ -81,65 +60,22 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     public static let storageUnavailableDetail = "the database cannot be used right now; try again shortly"
 
     /// `500 internal_error`, for a bug: the detail says nothing of it.
-    public static let internalError = OrchardProblem(
-        .internalServerError,
-        code: "internal_error",
-        title: "Internal error",
-        detail: "an unexpected error occurred; it has been logged"
-    )
+    public static let internalError = OrchardProblem(.internalError, detail: "an unexpected error occurred; it has been logged")
 
     /// The problem for a lifecycle failure.
     public init(_ error: AccountsError) {
-        // Every code by name, no `default`: a new code does not compile until it has a status.
-        let status: HTTPResponse.Status =
-            switch error.code {
-            case .invalidRequest, .notificationInvalid, .stateInvalid: .badRequest
-            case .identityTokenMalformed, .identityTokenSignature, .identityTokenIssuer, .identityTokenAudience,
-                .identityTokenExpired, .nonceMissing, .nonceMismatch, .nonceReused, .authorizationCodeRejected,
-                .subjectMismatch, .sessionInvalid, .sessionRevoked:
-                .unauthorized
-            case .appleClientRejected: .badGateway
-            case .appleUnavailable, .storageUnavailable: .serviceUnavailable
-            case .notFound: .notFound
-            case .internalError: .internalServerError
-            }
+        let code = ProblemCode(error.code)
         var extra: [String: String] = [:]
         if let reason = error.sessionEndReason { extra["reason"] = reason.rawValue }
         // An internal error's reason, and a storage outage's, are for the log only.
-        let detail =
-            if error.code == .internalError {
-                OrchardProblem.internalError.detail
-            } else if error.code == .storageUnavailable {
-                OrchardProblem.storageUnavailableDetail
-            } else {
-                error.reason
-            }
-        self.init(status, code: error.code.rawValue, title: Self.title(for: error.code), detail: detail, extra: extra)
-        if error.code == .internalError || error.code == .storageUnavailable { logReason = error.reason }
-    }
-
-    private static func title(for code: AccountsError.Code) -> String {
-        switch code {
-        case .invalidRequest: "Invalid request"
-        case .identityTokenMalformed: "Identity token malformed"
-        case .identityTokenSignature: "Identity token signature invalid"
-        case .identityTokenIssuer: "Identity token issuer invalid"
-        case .identityTokenAudience: "Identity token audience invalid"
-        case .identityTokenExpired: "Identity token expired"
-        case .nonceMissing: "Nonce missing"
-        case .nonceMismatch: "Nonce mismatch"
-        case .nonceReused: "Nonce reused"
-        case .authorizationCodeRejected: "Authorization code rejected"
-        case .subjectMismatch: "Subject mismatch"
-        case .appleClientRejected: "Apple rejected Orchard's client"
-        case .appleUnavailable: "Apple unavailable"
-        case .storageUnavailable: "Storage unavailable"
-        case .sessionInvalid: "Session invalid"
-        case .sessionRevoked: "Session revoked"
-        case .notFound: "Not found"
-        case .internalError: "Internal error"
-        case .notificationInvalid: "Notification invalid"
-        case .stateInvalid: "State invalid"
+        if code == .internalError {
+            self.init(code, detail: OrchardProblem.internalError.detail, extra: extra)
+            logReason = error.reason
+        } else if code == .storageUnavailable {
+            self.init(code, detail: OrchardProblem.storageUnavailableDetail, extra: extra)
+            logReason = error.reason
+        } else {
+            self.init(code, detail: error.reason, extra: extra)
         }
     }
 
@@ -162,10 +98,10 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
             for (name, value) in problem.extra where !Self.fixed.contains(name) {
                 try container.encode(value, forKey: Key(name))
             }
-            try container.encode("urn:orchard:error:\(problem.code)", forKey: Key("type"))
+            try container.encode("urn:orchard:error:\(problem.code.rawValue)", forKey: Key("type"))
             try container.encode(problem.title, forKey: Key("title"))
             try container.encode(problem.detail, forKey: Key("detail"))
-            try container.encode(problem.code, forKey: Key("code"))
+            try container.encode(problem.code.rawValue, forKey: Key("code"))
             try container.encode(Int(problem.status.code), forKey: Key("status"))
         }
 
@@ -211,9 +147,7 @@ package final class EncodedProblemBodies: Sendable {
     static let shared = EncodedProblemBodies(capacity: 256)
 
     private struct Key: Hashable {
-        let status: Int
-        let code: String
-        let title: String
+        let code: ProblemCode
         let detail: String
         let extra: [String: String]
     }
@@ -231,7 +165,7 @@ package final class EncodedProblemBodies: Sendable {
 
     /// The problem's body, encoded once per distinct content.
     package func body(of problem: OrchardProblem) throws -> ByteBuffer {
-        let key = Key(status: problem.status.code, code: problem.code, title: problem.title, detail: problem.detail, extra: problem.extra)
+        let key = Key(code: problem.code, detail: problem.detail, extra: problem.extra)
         if let known = bodies.withLock({ $0[key] }) { return known }
         let body = try problem.encodedBody()
         bodies.withLock { bodies in

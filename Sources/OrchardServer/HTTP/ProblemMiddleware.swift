@@ -50,10 +50,11 @@ public struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
             return .notFound
         case .contentTooLarge:
             return .payloadTooLarge
-        case .badRequest:
-            return .invalidRequest("the request could not be read")
         default:
-            return OrchardProblem(error.status, code: "http_\(error.status.code)", detail: error.status.reasonPhrase)
+            // Anything else Hummingbird refuses on its own (a request it cannot read) is the client's fault; a status
+            // of the server's is a bug.
+            guard (400..<500).contains(error.status.code) else { return .internalError }
+            return .invalidRequest("the request could not be read (\(error.status.code) \(error.status.reasonPhrase))")
         }
     }
 }

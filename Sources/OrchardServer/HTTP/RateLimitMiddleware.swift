@@ -45,9 +45,7 @@ public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
             headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
         }
         throw OrchardProblem(
-            .tooManyRequests,
-            code: "rate_limited",
-            title: "Rate limited",
+            .rateLimited,
             detail: "more than \(limiter.limit) requests a minute from this address; retry after \(retryAfter) s",
             headers: headers
         )
