@@ -72,18 +72,7 @@ public final class Accounts: Sendable {
     /// - Throws: `session_invalid` for an unknown or expired token, `session_revoked` (with the reason) for one that was
     ///   ended early.
     public func session(token: String) async throws(AccountsError) -> SessionInfo {
-        let tokenHash = try Self.sessionTokenHash(token)
-        let found: (session: SessionRecord, account: SealedAccountView?)?
-        do {
-            // Read on this thread when the store can: no `await` on the way, so no executor switch (see ImmediateRead).
-            switch try store.sessionViewNow(tokenHash: tokenHash) {
-            case .read(let row): found = row
-            case .mustWait: found = try await store.sessionView(tokenHash: tokenHash)
-            }
-        } catch {
-            throw AccountsError.storage(error)
-        }
-        let (session, account) = try live(found)
+        let (session, account) = try await liveSession(token: token)
         return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try view(of: account))
     }
 
@@ -97,14 +86,10 @@ public final class Accounts: Sendable {
         }
     }
 
-    func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, AccountRecord) {
+    /// The live session behind a token, with its account's shown fields.
+    func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView) {
         let tokenHash = try Self.sessionTokenHash(token)
-        let found: (session: SessionRecord, account: AccountRecord?)?
-        do {
-            found = try await store.session(tokenHash: tokenHash)
-        } catch {
-            throw AccountsError.storage(error)
-        }
+        let found = try await storing { try await store.session(tokenHash: tokenHash) }
         return try live(found)
     }
 
@@ -115,8 +100,9 @@ public final class Accounts: Sendable {
     }
 
     /// The session rules, whichever account fields were read with the session.
-    private func live<Account>(_ found: (session: SessionRecord, account: Account?)?) throws(AccountsError) -> (SessionRecord, Account) {
-        guard let (session, account) = found else { throw AccountsError(.sessionInvalid, "unknown session") }
+    private func live(_ found: SessionWithAccount?) throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+        guard let session = found?.session else { throw AccountsError(.sessionInvalid, "unknown session") }
+        let account = found?.account
         if let reason = session.endReason {
             throw AccountsError(.sessionRevoked, "the session was ended", sessionEndReason: reason)
         }

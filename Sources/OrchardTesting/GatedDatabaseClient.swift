@@ -1,5 +1,5 @@
-public import Logging
-public import NIOCore
+import Logging
+import NIOCore
 public import SQLKit
 public import Storage
 import Synchronization
@@ -7,9 +7,9 @@ import Synchronization
 /// A database that can hold one read back after it ran, for tests of what the lifecycle does when something commits
 /// between its read and its write (a sign-in between a deletion's read of the account and its transaction, say).
 ///
-/// Armed with a predicate on the SQL, the next read through ``withDatabase(_:)`` that ran a matching statement returns
-/// only once the test opens the gate; it holds no connection and no lock meanwhile. Reads at once (``readNow(_:)``)
-/// go through ``withDatabase(_:)`` while armed, so that they can be held too. Everything else passes straight through.
+/// Armed with a predicate on the SQL, the next read (``read(_:)``, or ``withDatabase(_:)`` that ran a matching
+/// statement) returns only once the test opens the gate; it holds no connection and no lock meanwhile. Everything else
+/// passes straight through.
 public final class GatedDatabaseClient: DatabaseClient {
     private struct State {
         var predicate: (@Sendable (String) -> Bool)?
@@ -55,6 +55,12 @@ public final class GatedDatabaseClient: DatabaseClient {
             try await body(RecordingSQLDatabase(base: db) { sql in if predicate(sql) { matched.withLock { $0 = true } } })
         }
         guard matched.withLock({ $0 }) else { return result }
+        await hold()
+        return result
+    }
+
+    /// Waits until ``open()``, unless a read is held already or the gate was disarmed.
+    private func hold() async {
         await withCheckedContinuation { continuation in
             let release = state.withLock { state -> Bool in
                 guard state.predicate != nil, state.held == nil else { return true }
@@ -64,13 +70,15 @@ public final class GatedDatabaseClient: DatabaseClient {
             }
             if release { continuation.resume() }
         }
-        return result
     }
 
-    /// `nil` while armed, so that the caller reads through ``withDatabase(_:)``; else the wrapped database's answer.
-    public func readNow(_ query: SQLQueryString) throws -> [any SQLRow]? {
-        guard state.withLock({ $0.predicate == nil }) else { return nil }
-        return try base.readNow(query)
+    /// The wrapped database's rows; while armed, a matching read is held after it.
+    public func read(_ query: SQLQueryString) async throws -> [any SQLRow] {
+        guard let predicate = state.withLock({ $0.predicate }) else { return try await base.read(query) }
+        let sql = try await base.withDatabase { db in db.serialize(query).sql }
+        let rows = try await base.read(query)
+        if predicate(sql) { await hold() }
+        return rows
     }
 
     /// The wrapped database's transaction.

@@ -74,7 +74,12 @@ public enum RawHTTP {
     /// connection, arrived; and when the connection closed), so a busy test process does not stretch them.
     ///
     /// - Returns: What the server sent, and how long after that moment it closed the connection (`nil`: still open).
-    public static func exchange(port: Int, answered requests: [[UInt8]], thenSending tail: [UInt8], closeWithin: Duration) async throws
+    public static func exchange(
+        port: Int,
+        answered requests: [[UInt8]],
+        thenSending tail: [UInt8],
+        closeWithin: Duration
+    ) async throws
         -> (received: [UInt8], closedAfter: Duration?)
     {
         let timeline = Timeline()

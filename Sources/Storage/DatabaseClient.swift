@@ -9,10 +9,9 @@ public protocol DatabaseClient: Sendable {
     var flavor: DatabaseFlavor { get }
     /// Runs `body` on a connection outside any explicit transaction.
     func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
-    /// The rows of a `SELECT` run at once on the calling thread, or `nil` when this database cannot read that way
-    /// (PostgreSQL, SQLite with every reader connection busy, or a statement that is not a `SELECT`): the caller then
-    /// reads through ``withDatabase(_:)``.
-    func readNow(_ query: SQLQueryString) throws -> [any SQLRow]?
+    /// The rows of a `SELECT` outside any transaction: each backend's one read path (SQLite's reader connections on the
+    /// calling thread; PostgreSQL's pool).
+    func read(_ query: SQLQueryString) async throws -> [any SQLRow]
     /// Runs `body` in one transaction on one connection; commits when it returns, rolls back when it throws.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
     /// The same database without the per-operation deadline an outage is answered by, for work that may rightly take

@@ -69,7 +69,7 @@ struct StaleReadTests {
                 // A grant of its own for the second sign-in: revoking the first token would not end it.
                 _ = h.emulator.revokeGrant(sub: user.sub)
                 // Hold the deletion once it has read the session and its account.
-                gated.arm { $0.contains("sessions") && $0.contains("sealed_refresh_token") }
+                gated.arm { $0.contains("FROM sessions s LEFT JOIN accounts a") }
                 let deletion = Task { try await h.request(.DELETE, "/v1/account", bearer: first) }
                 #expect(await eventually { gated.isHolding })
                 _ = try await DeletionTests.signUp(h, user)

@@ -147,52 +147,33 @@ import Testing
         }
     }
 
-    @Test("the reads made without suspending agree with their async forms on SQLite; PostgreSQL always waits", arguments: Self.backends)
-    func immediateReads(_ backend: TestDatabase.Backend) async throws {
+    @Test("a nonce read refuses without consuming, a session read sees its account, and an ending is seen by the next read", arguments: Self.backends)
+    func reads(_ backend: TestDatabase.Backend) async throws {
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await store.insertNonce(hash: "issued", expiresAt: now.addingTimeInterval(600))
             try await store.insertNonce(hash: "used", expiresAt: now.addingTimeInterval(600))
             #expect(try await store.consumeNonce(hashes: ["used"], now: now) == .consumed)
             try await signInFirstAccount(store, at: now)
-            let cases: [(hashes: [String], at: Date, refusal: NonceConsumption?)] = [
-                (["issued"], now, nil),
+            let refusals: [(hashes: [String], at: Date, outcome: NonceConsumption)] = [
                 (["used"], now, .alreadyConsumed),
                 (["never"], now, .unknownOrExpired),
                 (["issued"], now.addingTimeInterval(601), .unknownOrExpired),
                 ([], now, .unknownOrExpired),
             ]
-            for (hashes, at, refusal) in cases {
-                switch (backend, try store.nonceRefusalNow(hashes: hashes, now: at)) {
-                case (.sqlite, .read(let read)): #expect(read == refusal, "\(hashes)")
-                case (.postgres, .mustWait): break
-                case (.postgres, .read) where hashes.isEmpty: break
-                case (_, let other): Issue.record("\(backend) \(hashes): \(other)")
-                }
+            for (hashes, at, outcome) in refusals {
+                #expect(try await store.consumeNonce(hashes: hashes, now: at) == outcome, "\(hashes)")
             }
-            // Asking did not consume: the issued nonce is still there to consume once.
+            // The refusals consumed nothing: the issued nonce is still there to consume once.
             #expect(try await store.consumeNonce(hashes: ["issued"], now: now) == .consumed)
 
-            let awaited = try await store.sessionView(tokenHash: "t1")
-            #expect(awaited?.account?.id == "acct_1")
-            for hash in ["t1", "unknown"] {
-                switch (backend, try store.sessionViewNow(tokenHash: hash)) {
-                case (.sqlite, .read(let read)):
-                    let expected = try await store.sessionView(tokenHash: hash)
-                    #expect(read?.session == expected?.session && read?.account == expected?.account, "\(hash)")
-                    #expect((read == nil) == (hash == "unknown"))
-                case (.postgres, .mustWait): break
-                case (_, let other): Issue.record("\(backend) \(hash): \(String(describing: other))")
-                }
-            }
-            // An ended session is seen ended by the very next immediate read.
+            let found = try #require(try await store.session(tokenHash: "t1"))
+            #expect(found.account?.id == "acct_1")
+            #expect(found.session.endReason == nil)
+            #expect(try await store.session(tokenHash: "unknown") == nil)
+            // An ended session is seen ended by the very next read.
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
-            if case .read(let read) = try store.sessionViewNow(tokenHash: "t1") {
-                #expect(backend == .sqlite)
-                #expect(read?.session.endReason == .signedOut)
-            } else {
-                #expect(backend == .postgres)
-            }
+            #expect(try await store.session(tokenHash: "t1")?.session.endReason == .signedOut)
         }
     }
 
@@ -203,10 +184,10 @@ import Testing
             try await signInFirstAccount(store, at: now)
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
             #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, at: now) == false)
-            let (session, owner) = try #require(try await store.session(tokenHash: "t1"))
-            #expect(session.endReason == .signedOut)
-            #expect(owner?.id == "acct_1" && owner?.subjectHash == "s")
-            #expect(session.expiresAt == now.addingTimeInterval(60))
+            let found = try #require(try await store.session(tokenHash: "t1"))
+            #expect(found.session.endReason == .signedOut)
+            #expect(found.account?.id == "acct_1" && found.account?.sealedSubject == "v1.k.s")
+            #expect(found.session.expiresAt == now.addingTimeInterval(60))
             try await store.checkReachable()
         }
     }

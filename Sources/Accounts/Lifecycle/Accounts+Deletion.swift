@@ -42,25 +42,35 @@ extension Accounts {
     /// Deletes the account behind a session (`DELETE /v1/account`).
     public func deleteAccount(sessionToken: String, logger: Logger) async throws(AccountsError) -> DeletionResult {
         let (_, account) = try await liveSession(token: sessionToken)
-        return try await deleteRevoking(account, reason: .userRequest, logger: logger)
+        return try await deleteRevoking(accountID: account.id, sealedSubject: account.sealedSubject, reason: .userRequest, logger: logger)
     }
 
     /// Deletes an account by id (`orchard accounts delete`).
     public func deleteAccount(id: String, reason: DeletionReason, logger: Logger) async throws(AccountsError) -> DeletionResult {
-        let record: AccountRecord?
-        do {
-            record = try await store.account(id: id)
-        } catch {
-            throw AccountsError.storage(error)
+        guard let record = try await storing({ try await store.account(id: id) }) else {
+            throw AccountsError(.notFound, "no account with that id")
         }
-        guard let record else { throw AccountsError(.notFound, "no account with that id") }
-        return try await deleteRevoking(record, reason: reason, logger: logger)
+        return try await deleteRevoking(accountID: record.id, sealedSubject: record.sealedSubject, reason: reason, logger: logger)
     }
 
     /// A deletion asked for by the user or an operator: it revokes at Apple, whatever the account has become since it
     /// was read.
-    private func deleteRevoking(_ record: AccountRecord, reason: DeletionReason, logger: Logger) async throws(AccountsError) -> DeletionResult {
-        switch try await delete(record, reason: reason, revoke: true, completesNotification: nil, condition: nil, logger: logger) {
+    private func deleteRevoking(
+        accountID: String,
+        sealedSubject: String,
+        reason: DeletionReason,
+        logger: Logger
+    ) async throws(AccountsError) -> DeletionResult {
+        let outcome = try await delete(
+            accountID: accountID,
+            sealedSubject: sealedSubject,
+            reason: reason,
+            revoke: true,
+            completesNotification: nil,
+            condition: nil,
+            logger: logger
+        )
+        switch outcome {
         case .deleted(let result): return result
         case .gone, .superseded: throw AccountsError(.sessionInvalid, "the account was already deleted")
         }
@@ -80,10 +90,11 @@ extension Accounts {
     /// removed moves sealed into the revocation outbox (leased to this request), the audit record and the webhooks are
     /// written; then Apple is asked to revoke, waiting at most ``AccountsConfiguration/revocationWait``.
     ///
-    /// The token to revoke is taken from the row the transaction deleted, not from `record`: a sign-in that stored a
-    /// newer refresh token after `record` was read has that one revoked.
+    /// The token to revoke is taken from the row the transaction deleted, not from an earlier read: a sign-in that stored
+    /// a newer refresh token meanwhile has that one revoked.
     func delete(
-        _ record: AccountRecord,
+        accountID: String,
+        sealedSubject: String,
         reason: DeletionReason,
         revoke: Bool,
         completesNotification: String?,
@@ -93,7 +104,7 @@ extension Accounts {
         let now = clock.now()
         let change: AccountChange
         do {
-            let subject = try vault.open(record.sealedSubject, context: Self.context(record.id, "subject"))
+            let subject = try vault.open(sealedSubject, context: Self.context(accountID, "subject"))
             let plan = revoke ? revocationPlan(at: now) : nil
             let audit = AuditRecord(
                 id: randomID("aud_"),
@@ -103,10 +114,10 @@ extension Accounts {
                 occurredAt: now
             )
             change = AccountChange(
-                accountID: record.id,
+                accountID: accountID,
                 action: .delete(audit: audit, revocation: plan),
                 webhooks: webhooks(
-                    for: WebhookEvent(type: "account.deleted", id: randomID("evt_"), occurredAt: now, accountID: record.id, reason: reason.rawValue)
+                    for: WebhookEvent(type: "account.deleted", id: randomID("evt_"), occurredAt: now, accountID: accountID, reason: reason.rawValue)
                 ),
                 completesNotification: completesNotification,
                 condition: condition,
@@ -132,7 +143,7 @@ extension Accounts {
         case .applied(let revocation): job = revocation
         }
         Counter(label: "orchard_accounts_deleted_total", dimensions: [("reason", reason.rawValue)], factory: metrics).increment()
-        logger.info("account deleted", metadata: ["account.id": "\(record.id)", "deletion.reason": "\(reason.rawValue)"])
+        logger.info("account deleted", metadata: ["account.id": "\(accountID)", "deletion.reason": "\(reason.rawValue)"])
         wakeups.notify(.webhooks)
 
         guard revoke else { return .deleted(DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil)) }

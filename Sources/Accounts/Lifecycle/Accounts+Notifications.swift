@@ -86,10 +86,19 @@ extension Accounts {
         condition: ChangeCondition,
         logger: Logger
     ) async throws(AccountsError) -> AccountChangeOutcome {
-        switch try await delete(account, reason: reason, revoke: false, completesNotification: jti, condition: condition, logger: logger) {
-        case .deleted: .applied(revocation: nil)
-        case .gone: .gone
-        case .superseded: .superseded
+        let outcome = try await delete(
+            accountID: account.id,
+            sealedSubject: account.sealedSubject,
+            reason: reason,
+            revoke: false,
+            completesNotification: jti,
+            condition: condition,
+            logger: logger
+        )
+        switch outcome {
+        case .deleted: return .applied(revocation: nil)
+        case .gone: return .gone
+        case .superseded: return .superseded
         }
     }
 

@@ -107,19 +107,8 @@ extension Accounts {
         guard AppleNonce.matches(claim: claim, nonce: hashed) else {
             throw AccountsError(.nonceMismatch, "the identity token's nonce is not the request's nonce")
         }
-        let outcome: NonceConsumption
-        do {
-            let hashes = [hashed.hex]
-            let now = clock.now()
-            // A nonce that cannot be consumed is refused on this thread, without suspending (see ImmediateRead).
-            if case .read(let refusal?) = try store.nonceRefusalNow(hashes: hashes, now: now) {
-                outcome = refusal
-            } else {
-                outcome = try await store.consumeNonce(hashes: hashes, now: now)
-            }
-        } catch {
-            throw AccountsError.storage(error)
-        }
+        let now = clock.now()
+        let outcome = try await storing { try await store.consumeNonce(hashes: [hashed.hex], now: now) }
         switch outcome {
         case .consumed: return
         case .alreadyConsumed: throw AccountsError(.nonceReused, "the nonce was used before")

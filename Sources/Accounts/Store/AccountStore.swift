@@ -16,12 +16,9 @@ public enum NonceConsumption: Sendable, Equatable {
 public protocol AccountStore: Sendable {
     /// Stores an issued nonce by its hash.
     func insertNonce(hash: String, expiresAt: Date) async throws
-    /// Marks the first of `hashes` that was issued as used, if it is unexpired and unused at `now`.
+    /// Marks the first of `hashes` that was issued as used, if it is unexpired and unused at `now`. One read decides
+    /// first when nothing can be consumed, so a forged or replayed token is refused without a write.
     func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption
-    /// Why none of `hashes` can be consumed at `now`, decided by a read on the calling thread: `.read(nil)` when one may
-    /// be consumable (``consumeNonce(hashes:now:)`` then decides, with a write), `.mustWait` when the store reads only
-    /// asynchronously. A forged or replayed token is refused this way without a write and without suspending.
-    func nonceRefusalNow(hashes: [String], now: Date) throws -> ImmediateRead<NonceConsumption?>
     /// The account whose subject hash is one of `subjectHashes`.
     func account(subjectHashes: [String]) async throws -> AccountRecord?
     /// The account with this id.
@@ -43,12 +40,8 @@ public protocol AccountStore: Sendable {
         revocationIfGone: RevocationJob?,
         completesTransfer: TransferCompletion?
     ) async throws -> Bool
-    /// The session with this token hash, and its account unless that was deleted: one indexed read.
-    func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)?
-    /// The same read for the session check: the session and only the account fields its answer shows.
-    func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)?
-    /// ``sessionView(tokenHash:)`` read on the calling thread, or `.mustWait` when the store cannot read that way.
-    func sessionViewNow(tokenHash: String) throws -> ImmediateRead<(session: SessionRecord, account: SealedAccountView?)?>
+    /// The session with this token hash, with its account's shown fields unless it was deleted: one indexed read.
+    func session(tokenHash: String) async throws -> SessionWithAccount?
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
     /// Runs a trivial query; throws what kept the database from answering it.

@@ -90,9 +90,9 @@ public final class PostgresDatabaseClient: DatabaseClient {
         return PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: deadline)
     }
 
-    /// Always `nil`: PostgreSQL answers over the network, so every read awaits ``withDatabase(_:)``.
-    public func readNow(_ query: SQLQueryString) throws -> [any SQLRow]? {
-        nil
+    /// The rows of a `SELECT`, on a pooled connection under the deadline.
+    public func read(_ query: SQLQueryString) async throws -> [any SQLRow] {
+        try await withDatabase { try await $0.raw(query).all() }
     }
 
     /// Runs `body` on a pooled connection. Without a deadline, it runs in a transaction of its own, so that it too lifts

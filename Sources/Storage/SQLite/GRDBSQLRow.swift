@@ -7,10 +7,7 @@ struct GRDBSQLRow: SQLRow {
     let allColumns: [String]
     let values: [DatabaseValue]
 
-    init(columns: [String], row: Row) {
-        self.init(columns: columns, values: Array(row.databaseValues))
-    }
-
+    /// A row of `values` under `columns`.
     init(columns: [String], values: [DatabaseValue]) {
         self.allColumns = columns
         self.values = values

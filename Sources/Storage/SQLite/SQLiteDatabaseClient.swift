@@ -22,7 +22,7 @@ import Glibc
 /// statement on the calling thread and keeps prepared statements cached. The SQL stays SQLKit's, the same for PostgreSQL.
 public final class SQLiteDatabaseClient: DatabaseClient {
     private let pool: DatabasePool
-    private let readers: SQLiteReaders
+    private let reader: SQLiteReader
     private let writer: SQLiteWriter
     private let logger: Logger
     /// The database file's path.
@@ -34,9 +34,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// Always ``DatabaseFlavor/sqlite``.
     public var flavor: DatabaseFlavor { .sqlite }
 
-    private init(pool: DatabasePool, readers: SQLiteReaders, path: String, logger: Logger) {
+    private init(pool: DatabasePool, reader: SQLiteReader, path: String, logger: Logger) {
         self.pool = pool
-        self.readers = readers
+        self.reader = reader
         self.writer = SQLiteWriter(pool: pool, logger: logger)
         self.path = path
         self.logger = logger
@@ -76,8 +76,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             // GRDB sets NORMAL when it turns WAL on; Orchard answers only once a commit is on disk.
             try await pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             // After the pool: its writer has put the file in WAL mode, which the readers then share.
-            let readers = try SQLiteReaders(path: path, count: 4, configuration: configuration)
-            return SQLiteDatabaseClient(pool: pool, readers: readers, path: path, logger: logger)
+            let reader = try SQLiteReader(path: path, count: 4, configuration: configuration)
+            return SQLiteDatabaseClient(pool: pool, reader: reader, path: path, logger: logger)
         } catch {
             throw StoreError.unavailable("cannot open the SQLite database at \(path): \(error)")
         }
@@ -88,13 +88,21 @@ public final class SQLiteDatabaseClient: DatabaseClient {
 
     /// Runs `body` outside any transaction: its reads on reader connections, each write group-committed on its own.
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await body(GRDBSQLDatabase(route: .autocommit(pool, readers, writer), logger: logger))
+        try await body(database)
     }
 
-    /// Runs a `SELECT` on a reader connection on this thread; `nil` when every reader is busy or `query` is not a read.
-    public func readNow(_ query: SQLQueryString) throws -> [any SQLRow]? {
-        try GRDBSQLDatabase(route: .autocommit(pool, readers, writer), logger: logger).readNow(query)
+    /// The rows of a `SELECT`, read on the ``SQLiteReader`` on the calling thread (suspending only while every reader
+    /// connection is in use).
+    public func read(_ query: SQLQueryString) async throws -> [any SQLRow] {
+        let (sql, binds) = database.serialize(query)
+        do {
+            return try await reader.rows(sql, binds)
+        } catch {
+            throw GRDBSQLDatabase.mapped(error)
+        }
     }
+
+    private var database: GRDBSQLDatabase { GRDBSQLDatabase(route: .autocommit(reader, writer), logger: logger) }
 
     /// Runs `body` in an immediate transaction on the writer, committed together with the other transactions waiting.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -117,7 +125,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// Closes the connections.
     public func close() async {
         do {
-            try readers.close()
+            try reader.close()
             try pool.close()
         } catch {
             logger.warning("closing the SQLite database failed", metadata: ["error": "\(error)"])

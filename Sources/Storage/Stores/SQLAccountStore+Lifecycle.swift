@@ -6,12 +6,10 @@ import SQLKit
 extension SQLAccountStore: LifecycleStore {
     /// The installation's audit salt.
     public func auditSalt() async throws -> String {
-        try await database.withDatabase { db in
-            guard let row = try await db.raw("SELECT value FROM orchard_settings WHERE name = 'audit_salt'").first() else {
-                throw StoreError.unavailable("the database has no audit salt: run orchard migrate")
-            }
-            return try row.string("value")
+        guard let row = try await database.read("SELECT value FROM orchard_settings WHERE name = 'audit_salt'").first else {
+            throw StoreError.unavailable("the database has no audit salt: run orchard migrate")
         }
+        return try row.string("value")
     }
 
     /// Applies one account change and everything it leaves behind, in one transaction. The change's condition is part

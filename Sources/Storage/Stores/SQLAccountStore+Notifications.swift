@@ -90,10 +90,8 @@ extension SQLAccountStore: NotificationInbox {
 
     /// The inbox record of a notification.
     public func notification(jti: String) async throws -> InboxEntry? {
-        try await database.withDatabase { db in
-            try await db.raw("SELECT \(unsafeRaw: Self.inboxColumns) FROM notification_inbox WHERE jti = \(bind: jti)").first()
-                .map(Self.inboxEntry(from:))
-        }
+        try await database.read("SELECT \(unsafeRaw: Self.inboxColumns) FROM notification_inbox WHERE jti = \(bind: jti)").first
+            .map(Self.inboxEntry(from:))
     }
 
     /// An inbox entry from its row.

@@ -17,20 +17,18 @@ extension SQLAccountStore: RetentionStore {
 
     /// The targets with at least one row past its cutoff, each found by one probe of its expiry index.
     public func retentionTargetsDue(at now: Date) async throws -> [RetentionTarget] {
-        try await database.withDatabase { db in
-            var due: [RetentionTarget] = []
-            for target in RetentionTarget.allCases {
-                let table = Self.table(target)
-                let row = try await db.raw(
-                    """
-                    SELECT \(unsafeRaw: table.key) AS key FROM \(unsafeRaw: table.name)
-                    WHERE \(unsafeRaw: table.expired) \(bind: target.cutoff(at: now).milliseconds) LIMIT 1
-                    """
-                ).first()
-                if row != nil { due.append(target) }
-            }
-            return due
+        var due: [RetentionTarget] = []
+        for target in RetentionTarget.allCases {
+            let table = Self.table(target)
+            let rows = try await database.read(
+                """
+                SELECT \(unsafeRaw: table.key) AS key FROM \(unsafeRaw: table.name)
+                WHERE \(unsafeRaw: table.expired) \(bind: target.cutoff(at: now).milliseconds) LIMIT 1
+                """
+            )
+            if !rows.isEmpty { due.append(target) }
         }
+        return due
     }
 
     /// Removes up to `limit` rows of the target past its cutoff, in one statement.

@@ -50,11 +50,9 @@ extension SQLAccountStore: RevocationOutbox {
 
     /// Revocations not yet accepted.
     public func pendingRevocations(limit: Int) async throws -> [RevocationJob] {
-        try await database.withDatabase { db in
-            try await db.raw(
-                "SELECT \(unsafeRaw: Self.revocationColumns) FROM revocations ORDER BY created_at LIMIT \(bind: limit)"
-            ).all().map(Self.revocation(from:))
-        }
+        try await database.read(
+            "SELECT \(unsafeRaw: Self.revocationColumns) FROM revocations ORDER BY created_at LIMIT \(bind: limit)"
+        ).map(Self.revocation(from:))
     }
 
     /// A revocation from its row.

@@ -5,24 +5,19 @@ import SQLKit
 extension SQLAccountStore: TransferStore {
     /// The account's transfer row on `side`.
     public func transfer(side: TransferSide, accountID: String) async throws -> TransferRecord? {
-        try await database.withDatabase { db in
-            let row = try await db.raw(
-                "SELECT \(unsafeRaw: Self.transferColumns(side)) FROM \(unsafeRaw: Self.table(side)) WHERE account_id = \(bind: accountID)"
-            ).first()
-            return try row.map { try Self.transfer(from: $0, side: side) }
-        }
+        try await database.read(
+            "SELECT \(unsafeRaw: Self.transferColumns(side)) FROM \(unsafeRaw: Self.table(side)) WHERE account_id = \(bind: accountID)"
+        ).first.map { try Self.transfer(from: $0, side: side) }
     }
 
     /// Rows of `side` after `afterID`, by account id.
     public func transfers(side: TransferSide, afterID: String?, limit: Int) async throws -> [TransferRecord] {
-        try await database.withDatabase { db in
-            try await db.raw(
-                """
-                SELECT \(unsafeRaw: Self.transferColumns(side)) FROM \(unsafeRaw: Self.table(side))
-                WHERE account_id > \(bind: afterID ?? "") ORDER BY account_id LIMIT \(bind: limit)
-                """
-            ).all().map { try Self.transfer(from: $0, side: side) }
-        }
+        try await database.read(
+            """
+            SELECT \(unsafeRaw: Self.transferColumns(side)) FROM \(unsafeRaw: Self.table(side))
+            WHERE account_id > \(bind: afterID ?? "") ORDER BY account_id LIMIT \(bind: limit)
+            """
+        ).map { try Self.transfer(from: $0, side: side) }
     }
 
     /// Inserts or replaces the sending side's row.
@@ -110,29 +105,23 @@ extension SQLAccountStore: TransferStore {
     /// The account of a pending import found by its transfer identifier's hash.
     public func pendingImport(subjectHashes: [String]) async throws -> AccountRecord? {
         guard !subjectHashes.isEmpty else { return nil }
-        return try await database.withDatabase { db in
-            let row = try await db.raw(
-                """
-                SELECT \(unsafeRaw: Self.qualifiedAccountColumns) FROM accounts a
-                JOIN transfer_imports t ON t.account_id = a.id
-                WHERE a.subject_hash IN (\(binds: subjectHashes)) AND t.state IN ('imported', 'failed')
-                """
-            ).first()
-            return try row.map(Self.account(from:))
-        }
+        return try await database.read(
+            """
+            SELECT \(unsafeRaw: Self.qualifiedAccountColumns) FROM accounts a
+            JOIN transfer_imports t ON t.account_id = a.id
+            WHERE a.subject_hash IN (\(binds: subjectHashes)) AND t.state IN ('imported', 'failed')
+            """
+        ).first.map(Self.account(from:))
     }
 
     /// Rows of `side` by state.
     public func transferCounts(side: TransferSide) async throws -> [TransferState: Int] {
-        try await database.withDatabase { db in
-            var counts: [TransferState: Int] = [:]
-            let rows = try await db.raw("SELECT state, COUNT(*) AS n FROM \(unsafeRaw: Self.table(side)) GROUP BY state").all()
-            for row in rows {
-                guard let state = TransferState(rawValue: try row.string("state")) else { continue }
-                counts[state] = try row.decode(column: "n", as: Int.self)
-            }
-            return counts
+        var counts: [TransferState: Int] = [:]
+        for row in try await database.read("SELECT state, COUNT(*) AS n FROM \(unsafeRaw: Self.table(side)) GROUP BY state") {
+            guard let state = TransferState(rawValue: try row.string("state")) else { continue }
+            counts[state] = try row.decode(column: "n", as: Int.self)
         }
+        return counts
     }
 
     /// Marks a pending import `exchanged` and queues its webhooks (inside the caller's transaction); `false` when it was

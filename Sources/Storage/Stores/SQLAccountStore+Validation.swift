@@ -47,28 +47,24 @@ extension SQLAccountStore: ValidationSchedule {
 
     /// Whether the account has a live session.
     public func hasLiveSession(accountID: String, now: Date) async throws -> Bool {
-        try await database.withDatabase { db in
-            try await db.raw(
-                """
-                SELECT token_hash FROM sessions
-                WHERE account_id = \(bind: accountID) AND ended_at IS NULL AND expires_at > \(bind: now.milliseconds)
-                LIMIT 1
-                """
-            ).first() != nil
-        }
+        try await !database.read(
+            """
+            SELECT token_hash FROM sessions
+            WHERE account_id = \(bind: accountID) AND ended_at IS NULL AND expires_at > \(bind: now.milliseconds)
+            LIMIT 1
+            """
+        ).isEmpty
     }
 
     /// How many accounts are due and not held by a claim, and the oldest due time among them.
     public func validationBacklog(now: Date) async throws -> (count: Int, oldestDue: Date?) {
-        try await database.withDatabase { db in
-            let row = try await db.raw(
-                """
-                SELECT COUNT(*) AS n, MIN(next_validation_at) AS oldest FROM accounts
-                WHERE next_validation_at <= \(bind: now.milliseconds)
-                    AND (validation_lease_until IS NULL OR validation_lease_until <= \(bind: now.milliseconds))
-                """
-            ).first()
-            return (try row?.decode(column: "n", as: Int.self) ?? 0, try row?.date("oldest"))
-        }
+        let row = try await database.read(
+            """
+            SELECT COUNT(*) AS n, MIN(next_validation_at) AS oldest FROM accounts
+            WHERE next_validation_at <= \(bind: now.milliseconds)
+                AND (validation_lease_until IS NULL OR validation_lease_until <= \(bind: now.milliseconds))
+            """
+        ).first
+        return (try row?.decode(column: "n", as: Int.self) ?? 0, try row?.date("oldest"))
     }
 }

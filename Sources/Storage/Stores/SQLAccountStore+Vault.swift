@@ -5,27 +5,25 @@ extension SQLAccountStore: VaultStore {
     /// Up to `limit` rows of `table` after `key`, in key order, with their sealed values.
     public func sealedRows(in table: VaultTable, after key: String?, limit: Int) async throws -> [SealedRow] {
         let columns = table.sealedColumns + (table == .accounts ? ["subject_hash"] : [])
-        return try await database.withDatabase { db in
-            let keyColumn = SQLIdentifier(table.keyColumn)
-            let select = """
-                SELECT \(table.keyColumn), \(columns.joined(separator: ", ")) FROM \(table.rawValue)
-                """
-            let rows: [any SQLRow]
-            if let key {
-                rows = try await db.raw(
-                    "\(unsafeRaw: select) WHERE \(keyColumn) > \(bind: key) ORDER BY \(keyColumn) LIMIT \(unsafeRaw: String(limit))"
-                ).all()
-            } else {
-                rows = try await db.raw("\(unsafeRaw: select) ORDER BY \(keyColumn) LIMIT \(unsafeRaw: String(limit))").all()
+        let keyColumn = SQLIdentifier(table.keyColumn)
+        let select = """
+            SELECT \(table.keyColumn), \(columns.joined(separator: ", ")) FROM \(table.rawValue)
+            """
+        let rows: [any SQLRow]
+        if let key {
+            rows = try await database.read(
+                "\(unsafeRaw: select) WHERE \(keyColumn) > \(bind: key) ORDER BY \(keyColumn) LIMIT \(unsafeRaw: String(limit))"
+            )
+        } else {
+            rows = try await database.read("\(unsafeRaw: select) ORDER BY \(keyColumn) LIMIT \(unsafeRaw: String(limit))")
+        }
+        return try rows.map { row in
+            var values: [String: String] = [:]
+            for column in table.sealedColumns where try !row.decodeNil(column: column) {
+                values[column] = try row.decode(column: column, as: String.self)
             }
-            return try rows.map { row in
-                var values: [String: String] = [:]
-                for column in table.sealedColumns where try !row.decodeNil(column: column) {
-                    values[column] = try row.decode(column: column, as: String.self)
-                }
-                let subjectHash = table == .accounts ? try row.decode(column: "subject_hash", as: String.self) : nil
-                return SealedRow(key: try row.decode(column: table.keyColumn, as: String.self), values: values, subjectHash: subjectHash)
-            }
+            let subjectHash = table == .accounts ? try row.decode(column: "subject_hash", as: String.self) : nil
+            return SealedRow(key: try row.decode(column: table.keyColumn, as: String.self), values: values, subjectHash: subjectHash)
         }
     }
 

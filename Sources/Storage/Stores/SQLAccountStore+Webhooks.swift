@@ -53,20 +53,18 @@ extension SQLAccountStore: WebhookOutbox {
 
     /// Deliveries in a state.
     public func webhooks(status: String, limit: Int) async throws -> [WebhookDeliveryStatus] {
-        try await database.withDatabase { db in
-            try await db.raw(
-                """
-                SELECT \(unsafeRaw: Self.deliveryColumns), status, last_error, next_attempt_at
-                FROM webhook_outbox WHERE status = \(bind: status) ORDER BY created_at LIMIT \(bind: limit)
-                """
-            ).all().map { row in
-                WebhookDeliveryStatus(
-                    delivery: try Self.delivery(from: row),
-                    status: try row.string("status"),
-                    lastError: try row.optionalString("last_error"),
-                    nextAttemptAt: try row.date("next_attempt_at")
-                )
-            }
+        try await database.read(
+            """
+            SELECT \(unsafeRaw: Self.deliveryColumns), status, last_error, next_attempt_at
+            FROM webhook_outbox WHERE status = \(bind: status) ORDER BY created_at LIMIT \(bind: limit)
+            """
+        ).map { row in
+            WebhookDeliveryStatus(
+                delivery: try Self.delivery(from: row),
+                status: try row.string("status"),
+                lastError: try row.optionalString("last_error"),
+                nextAttemptAt: try row.date("next_attempt_at")
+            )
         }
     }
 

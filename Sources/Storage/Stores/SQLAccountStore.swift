@@ -42,7 +42,7 @@ public struct SQLAccountStore: AccountStore {
     /// replayed token costs no write; only a nonce that may be consumable takes the writer.
     public func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption {
         guard !hashes.isEmpty else { return .unknownOrExpired }
-        let rows = try await database.withDatabase { db in try await db.raw(Self.nonceStates(hashes)).all() }
+        let rows = try await database.read(Self.nonceStates(hashes))
         if let refusal = try Self.nonceRefusal(rows, now: now) { return refusal }
         return try await database.transaction { db in
             for hash in hashes {
@@ -63,13 +63,6 @@ public struct SQLAccountStore: AccountStore {
         }
     }
 
-    /// Why none of `hashes` can be consumed, read on this thread; `.mustWait` when the database reads only asynchronously.
-    public func nonceRefusalNow(hashes: [String], now: Date) throws -> ImmediateRead<NonceConsumption?> {
-        guard !hashes.isEmpty else { return .read(.unknownOrExpired) }
-        guard let rows = try database.readNow(Self.nonceStates(hashes)) else { return .mustWait }
-        return .read(try Self.nonceRefusal(rows, now: now))
-    }
-
     /// Whether each of `hashes` that was issued is consumed, and when it expires.
     private static func nonceStates(_ hashes: [String]) -> SQLQueryString {
         "SELECT consumed_at, expires_at FROM nonces WHERE hash IN (\(binds: hashes))"
@@ -87,33 +80,24 @@ public struct SQLAccountStore: AccountStore {
     /// The account whose subject hash is one of `subjectHashes`.
     public func account(subjectHashes: [String]) async throws -> AccountRecord? {
         guard !subjectHashes.isEmpty else { return nil }
-        return try await database.withDatabase { db in
-            let row = try await db.raw(
-                "SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE subject_hash IN (\(binds: subjectHashes))"
-            ).first()
-            return try row.map(Self.account(from:))
-        }
+        return try await database.read(
+            "SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE subject_hash IN (\(binds: subjectHashes))"
+        ).first.map(Self.account(from:))
     }
 
     /// The account with this id.
     public func account(id: String) async throws -> AccountRecord? {
-        try await database.withDatabase { db in
-            let row = try await db.raw("SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE id = \(bind: id)").first()
-            return try row.map(Self.account(from:))
-        }
+        try await database.read("SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE id = \(bind: id)").first.map(Self.account(from:))
     }
 
     /// Accounts ordered by id.
     public func accounts(limit: Int, afterID: String?) async throws -> [AccountRecord] {
-        try await database.withDatabase { db in
-            let rows = try await db.raw(
-                """
-                SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE id > \(bind: afterID ?? "")
-                ORDER BY id LIMIT \(bind: limit)
-                """
-            ).all()
-            return try rows.map(Self.account(from:))
-        }
+        try await database.read(
+            """
+            SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE id > \(bind: afterID ?? "")
+            ORDER BY id LIMIT \(bind: limit)
+            """
+        ).map(Self.account(from:))
     }
 
     /// Creates or updates the account and adds the session in one transaction.
@@ -179,55 +163,23 @@ public struct SQLAccountStore: AccountStore {
         }
     }
 
-    /// The session with this token hash, and its account unless that was deleted: one read over both primary keys.
-    public func session(tokenHash: String) async throws -> (session: SessionRecord, account: AccountRecord?)? {
-        try await database.withDatabase { db in
-            let row = try await db.firstRow(
-                """
-                SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
-                    s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
-                    s.end_reason AS session_end_reason, \(unsafeRaw: Self.qualifiedAccountColumns)
-                FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
-                WHERE s.token_hash = \(bind: tokenHash)
-                """
-            )
-            return try row.map { row in
-                (try Self.session(from: row), try row.decodeNil(column: "id") ? nil : try Self.account(from: row))
-            }
-        }
-    }
-
-    /// The session with this token hash and the account fields its answer shows: one indexed read of the session and
-    /// its account, without Apple's sealed tokens.
-    public func sessionView(tokenHash: String) async throws -> (session: SessionRecord, account: SealedAccountView?)? {
-        try await database.withDatabase { db in try Self.sessionView(from: try await db.firstRow(Self.sessionViewQuery(tokenHash))) }
-    }
-
-    /// ``sessionView(tokenHash:)`` read on this thread; `.mustWait` when the database reads only asynchronously.
-    public func sessionViewNow(tokenHash: String) throws -> ImmediateRead<(session: SessionRecord, account: SealedAccountView?)?> {
-        guard let rows = try database.readNow(Self.sessionViewQuery(tokenHash)) else { return .mustWait }
-        return .read(try Self.sessionView(from: rows.first))
-    }
-
-    /// The session check's one read: the session and, joined, the account fields its answer shows.
-    private static func sessionViewQuery(_ tokenHash: String) -> SQLQueryString {
-        """
-        SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
-            s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
-            s.end_reason AS session_end_reason, a.id AS id, a.sealed_subject AS sealed_subject,
-            a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
-            a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
-            a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
-            a.created_at AS created_at
-        FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
-        WHERE s.token_hash = \(bind: tokenHash)
-        """
-    }
-
-    private static func sessionView(from row: (any SQLRow)?) throws -> (session: SessionRecord, account: SealedAccountView?)? {
-        try row.map { row in
-            let view = try row.decodeNil(column: "id") ? nil : try sealedView(from: row)
-            return (try session(from: row), view)
+    /// The session with this token hash and its account's shown fields: one indexed read over both primary keys,
+    /// without Apple's sealed tokens (the session check's read, which `Benchmarks/run` measures).
+    public func session(tokenHash: String) async throws -> SessionWithAccount? {
+        try await database.read(
+            """
+            SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
+                s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
+                s.end_reason AS session_end_reason, a.id AS id, a.sealed_subject AS sealed_subject,
+                a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
+                a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
+                a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
+                a.created_at AS created_at
+            FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
+            WHERE s.token_hash = \(bind: tokenHash)
+            """
+        ).first.map { row in
+            SessionWithAccount(session: try Self.session(from: row), account: try row.decodeNil(column: "id") ? nil : try Self.sealedView(from: row))
         }
     }
 
@@ -247,7 +199,7 @@ public struct SQLAccountStore: AccountStore {
 
     /// Runs a trivial query; throws what kept the database from answering it.
     public func checkReachable() async throws {
-        _ = try await database.withDatabase { db in try await db.raw("SELECT 1 AS one").first() }
+        _ = try await database.read("SELECT 1 AS one")
     }
 
     /// A session read under the `session_` aliases of ``session(tokenHash:)``.
