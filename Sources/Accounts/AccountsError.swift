@@ -89,11 +89,3 @@ func storing<T>(_ body: () async throws -> T) async throws(AccountsError) -> T {
     }
 }
 
-/// ``storing(_:)`` for a body that does not suspend.
-func storing<T>(_ body: () throws -> T) throws(AccountsError) -> T {
-    do {
-        return try body()
-    } catch {
-        throw AccountsError.storage(error)
-    }
-}
