@@ -88,4 +88,3 @@ func storing<T>(_ body: () async throws -> T) async throws(AccountsError) -> T {
         throw AccountsError.storage(error)
     }
 }
-
