@@ -60,6 +60,14 @@ public struct AccountsError: Error, Sendable, Equatable, CustomStringConvertible
         self.init(code, error.reason)
     }
 
+    /// Any failure on Apple's side as the contract's code: Apple's own errors by ``init(_:)-(AppleIDError)``, anything
+    /// else (a transport's error) as `apple_unavailable`.
+    public static func fromApple(_ error: any Error) -> AccountsError {
+        if let error = error as? AppleIDError { return AccountsError(error) }
+        if let error = error as? AccountsError { return error }
+        return AccountsError(.appleUnavailable, "Apple could not be reached (\(type(of: error)))")
+    }
+
     /// A storage failure: `storage_unavailable` when the database could not work, `internal_error` for anything else
     /// (a bug, logged by the server; its details never reach the client).
     public static func storage(_ error: any Error) -> AccountsError {

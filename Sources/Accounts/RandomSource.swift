@@ -1,3 +1,5 @@
+import AppleID
+
 /// Where secrets' randomness comes from; injected so tests can be exact.
 public protocol RandomSource: Sendable {
     /// `count` random bytes.
@@ -13,5 +15,17 @@ public struct SystemRandomSource: RandomSource {
     public func bytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+}
+
+extension RandomSource {
+    /// A random id with a prefix (`acct_`, `rev_`, `evt_`, `whd_`, `aud_`): 128 bits, lowercase hex.
+    public func id(_ prefix: String) -> String {
+        prefix + bytes(16).hexString
+    }
+
+    /// A 256-bit random value, base64url without padding (session tokens, nonces).
+    public func token() -> String {
+        Base64URL.encode(bytes(32))
     }
 }

@@ -7,14 +7,16 @@ import Metrics
 public import NIOCore
 import Prometheus
 import ServiceLifecycle
-public import Storage
+import Storage
 
 /// The running parts of an Orchard built by ``buildApplication(_:onServerRunning:)``.
 public struct OrchardApplication: Sendable {
     /// The HTTP application (a `Service`; run it in a `ServiceGroup` or with `runService()`).
     public var application: Application<RouterResponder<OrchardRequestContext>>
-    /// The lifecycle, for the CLI's operator commands and tests.
-    public var accounts: Accounts
+    /// The lifecycle's parts, for the CLI's operator commands and tests.
+    public var lifecycle: Lifecycle
+    /// Sign-in, sessions, sign-out and deletion.
+    public var accounts: Accounts { lifecycle.accounts }
 }
 
 /// The one composition root: migrates the database, wires Apple's side, the lifecycle and the HTTP routes.
@@ -31,7 +33,8 @@ public func buildApplication(
 ) async throws -> OrchardApplication {
     let configuration = dependencies.configuration
     let logger = dependencies.logger
-    let (accounts, store) = try await buildLifecycle(dependencies)
+    let (lifecycle, store) = try await buildLifecycle(dependencies)
+    let accounts = lifecycle.accounts
 
     let router = Router(context: OrchardRequestContext.self)
     let table = RouteTable()
@@ -72,7 +75,7 @@ public func buildApplication(
     ).addRoutes(to: routes)
     SessionController(accounts: accounts).addRoutes(to: routes)
     AccountController(accounts: accounts).addRoutes(to: routes)
-    NotificationController(accounts: accounts).addRoutes(to: routes)
+    NotificationController(notifications: lifecycle.notifications).addRoutes(to: routes)
     if OpenAPIDocument.bytes == nil {
         logger.warning(
             "the OpenAPI document is not installed beside the binary: GET /openapi.yaml answers 404",
@@ -90,7 +93,7 @@ public func buildApplication(
         onServerRunning: onServerRunning,
         logger: logger
     )
-    application.addServices(backgroundJobs(accounts: accounts, store: store, dependencies: dependencies))
+    application.addServices(backgroundJobs(lifecycle: lifecycle, store: store, dependencies: dependencies))
     if let metricsPort = configuration.metricsPort {
         application.addServices(
             metricsApplication(
@@ -102,7 +105,7 @@ public func buildApplication(
             )
         )
     }
-    return OrchardApplication(application: application, accounts: accounts)
+    return OrchardApplication(application: application, lifecycle: lifecycle)
 }
 
 /// The middlewares that enforce `policy` on the routes registered with it: the rate limit (one ``RateLimiter``, so one
@@ -148,99 +151,4 @@ func metricsApplication(
         onServerRunning: onServerRunning,
         logger: logger
     )
-}
-
-/// The background jobs, one handler per kind, run by one ``JobService`` on the lifecycle's engine: the revocation
-/// outbox, the notification inbox, refresh-token validation and (with a webhook secret) the webhook outbox.
-func backgroundJobs(accounts: Accounts, store: SQLAccountStore, dependencies: OrchardDependencies) -> JobService {
-    var handlers: [any JobHandler] = [
-        RevocationHandler(accounts: accounts),
-        NotificationHandler(accounts: accounts),
-        RefreshValidationHandler(accounts: accounts),
-        RetentionHandler(store: store, clock: dependencies.clock),
-    ]
-    if let secret = dependencies.configuration.webhookSecret {
-        handlers.append(
-            WebhookHandler(
-                store: store,
-                signer: WebhookSigner(secret: secret),
-                transport: HTTPWebhookTransport(client: dependencies.httpClient, deadline: dependencies.configuration.webhookDeadline),
-                clock: dependencies.clock,
-                random: dependencies.random,
-                configuration: dependencies.configuration.accounts,
-                attemptDeadline: dependencies.configuration.webhookDeadline,
-                metrics: dependencies.metrics
-            )
-        )
-    }
-    return JobService(engine: accounts.engine, handlers: handlers, wakeups: accounts.wakeups, logger: dependencies.logger)
-}
-
-/// Wires the lifecycle: migrates the database, then Apple's side (keys, verifier, client secrets, REST client), the
-/// vault and the store. The server and the CLI's operator commands both use it, so there is one deletion.
-///
-/// - Throws: ``ConfigurationError`` for a setting that cannot be used, or a storage error when migration fails.
-public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> (Accounts, SQLAccountStore) {
-    let configuration = dependencies.configuration
-    let logger = dependencies.logger
-    try await Migrator(database: dependencies.database, logger: logger).migrate(random: dependencies.random)
-
-    if !configuration.isAppleProduction {
-        logger.warning(
-            "APPLE_BASE_URL is not Apple's: Orchard talks to a stand-in",
-            metadata: ["apple.base_url": "\(configuration.appleBaseURL.absoluteString)"]
-        )
-        Gauge(label: "orchard_apple_base_url_overridden", factory: dependencies.metrics).record(1)
-    } else {
-        Gauge(label: "orchard_apple_base_url_overridden", factory: dependencies.metrics).record(0)
-    }
-    try OrchardConfiguration.checkTransport(configuration.appleBaseURL)
-
-    let keySet = AppleKeySet(
-        source: HTTPAppleKeySource(
-            baseURL: configuration.appleBaseURL,
-            httpClient: dependencies.httpClient,
-            timeout: .seconds(10),
-            metrics: dependencies.metrics,
-            logger: logger
-        ),
-        clock: dependencies.clock,
-        logger: logger
-    )
-    let verifier = AppleTokenVerifier(
-        keys: keySet,
-        clientIDs: configuration.clientIDs,
-        clock: dependencies.clock,
-        leeway: configuration.clockLeeway
-    )
-    let secrets: ClientSecretSigner
-    do {
-        // Each account's calls are signed by the team that owns its client id.
-        secrets = try ClientSecretSigner(teams: configuration.teams, clock: dependencies.clock)
-    } catch {
-        throw ConfigurationError(
-            setting: configuration.appleTeams.isEmpty ? "APPLE_PRIVATE_KEY_FILE" : "apple.teams",
-            problem: "cannot be used: \(error.reason)"
-        )
-    }
-    let client = AppleRESTClient(
-        baseURL: configuration.appleBaseURL,
-        httpClient: dependencies.httpClient,
-        secrets: secrets,
-        metrics: dependencies.metrics,
-        logger: logger
-    )
-    let store = SQLAccountStore(database: dependencies.database)
-    let accounts = Accounts(
-        store: store,
-        vault: TokenVault(keys: configuration.vaultKeys),
-        apple: LiveAppleGateway(verifier: verifier, client: client),
-        clock: dependencies.clock,
-        random: dependencies.random,
-        configuration: configuration.accounts,
-        metrics: dependencies.metrics,
-        logger: logger
-    )
-
-    return (accounts, store)
 }

@@ -3,8 +3,8 @@ import Synchronization
 
 /// Carries the lifecycle object out of the builder closure of ``RunningService/start(_:)``.
 final class BuiltHolder: Sendable {
-    private let value = Mutex<Accounts?>(nil)
+    private let value = Mutex<Lifecycle?>(nil)
 
-    func set(_ accounts: Accounts) { value.withLock { $0 = accounts } }
-    func get() -> Accounts? { value.withLock { $0 } }
+    func set(_ lifecycle: Lifecycle) { value.withLock { $0 = lifecycle } }
+    func get() -> Lifecycle? { value.withLock { $0 } }
 }

@@ -27,7 +27,9 @@ public final class OrchardHarness: Sendable {
     /// The running emulator.
     public let emulatorServer: RunningEmulator
     /// Orchard's lifecycle, as the server uses it.
-    public let accounts: Accounts
+    public let lifecycle: Lifecycle
+    /// Sign-in, sessions, sign-out and deletion, as the server uses them.
+    public var accounts: Accounts { lifecycle.accounts }
     /// The running Orchard server.
     public let server: RunningService
     /// The test's database (SQLite, or PostgreSQL with `ORCHARD_TEST_DATABASE=postgres`).
@@ -47,7 +49,7 @@ public final class OrchardHarness: Sendable {
         clock: TestWallClock,
         emulator: AppleEmulator,
         emulatorServer: RunningEmulator,
-        accounts: Accounts,
+        lifecycle: Lifecycle,
         server: RunningService,
         testDatabase: TestDatabase,
         http: HTTPClient,
@@ -58,7 +60,7 @@ public final class OrchardHarness: Sendable {
         self.clock = clock
         self.emulator = emulator
         self.emulatorServer = emulatorServer
-        self.accounts = accounts
+        self.lifecycle = lifecycle
         self.server = server
         self.testDatabase = testDatabase
         self.http = http
@@ -143,14 +145,14 @@ public final class OrchardHarness: Sendable {
                 ),
                 onServerRunning: onServerRunning
             )
-            holder.set(built.accounts)
+            holder.set(built.lifecycle)
             return built.application
         }
         return OrchardHarness(
             clock: clock,
             emulator: emulator,
             emulatorServer: emulatorServer,
-            accounts: holder.get()!,
+            lifecycle: holder.get()!,
             server: server,
             testDatabase: testDatabase,
             http: http,

@@ -169,7 +169,8 @@ private final class Timeline: Sendable {
     var closedAfterReference: Duration? {
         times.withLock { times in
             guard !times.gaveUp, let closed = times.closed, let reference = times.reference else { return nil }
-            return .nanoseconds(closed.uptimeNanoseconds - reference.uptimeNanoseconds)
+            // A close may be handled before the write's completion on the loop: that counts as at once.
+            return .nanoseconds(max(0, Int64(closed.uptimeNanoseconds) - Int64(reference.uptimeNanoseconds)))
         }
     }
 }

@@ -27,8 +27,8 @@ struct AccountsCommand: AsyncParsableCommand {
         var after: String?
 
         func run() async throws {
-            try await AccountsCommand.withAccounts { accounts in
-                let page = try await accounts.listAccounts(limit: limit, afterID: after)
+            try await AccountsCommand.withAccounts { lifecycle in
+                let page = try await lifecycle.accounts.listAccounts(limit: limit, afterID: after)
                 print("id\tcreated_at\tapple_credential\temail_forwarding")
                 for account in page {
                     print(
@@ -47,8 +47,8 @@ struct AccountsCommand: AsyncParsableCommand {
         var id: String
 
         func run() async throws {
-            try await AccountsCommand.withAccounts { accounts in
-                let account = try await accounts.account(id: id)
+            try await AccountsCommand.withAccounts { lifecycle in
+                let account = try await lifecycle.accounts.account(id: id)
                 print("id: \(account.id)")
                 print("apple_sub: \(account.appleSub)")
                 print("email: \(account.email ?? "-")")
@@ -83,12 +83,12 @@ struct AccountsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let worst = try await CommandSupport.withLifecycle(label: "orchard.accounts") { accounts, _, logger in
+            let worst = try await CommandSupport.withLifecycle(label: "orchard.accounts") { lifecycle, _, logger in
                 var worst: Int32 = 0
                 let report = ProgressReport(unit: "accounts")
                 for (index, id) in ids.enumerated() {
                     do throws(AccountsError) {
-                        let result = try await accounts.deleteAccount(id: id, reason: .byOperator, logger: logger)
+                        let result = try await lifecycle.accounts.deleteAccount(id: id, reason: .byOperator, logger: logger)
                         Console.line("deleted \(id)")
                         Console.line("apple_revocation: \(result.appleRevocation.rawValue)")
                         if let url = result.manualRevocationURL {
@@ -116,8 +116,8 @@ struct AccountsCommand: AsyncParsableCommand {
         )
 
         func run() async throws {
-            try await AccountsCommand.withAccounts { accounts in
-                let pending = try await accounts.pendingRevocations()
+            try await AccountsCommand.withAccounts { lifecycle in
+                let pending = try await lifecycle.outboxes.pendingRevocations()
                 print("id\tcreated_at\ttoken_type_hint\tattempts\tnext_attempt_at\tlast_error")
                 for job in pending {
                     print(
@@ -143,8 +143,8 @@ struct AccountsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            try await AccountsCommand.withAccounts { accounts in
-                let rows = try await accounts.webhookDeliveries(status: status)
+            try await AccountsCommand.withAccounts { lifecycle in
+                let rows = try await lifecycle.outboxes.webhookDeliveries(status: status)
                 print("event_id\ttype\turl\tattempts\tcreated_at\tlast_error")
                 for row in rows {
                     let delivery = row.delivery
@@ -158,22 +158,21 @@ struct AccountsCommand: AsyncParsableCommand {
     }
 
     /// Opens the database and the vault for an operator command.
-    static func withAccounts(_ body: (Accounts) async throws -> Void) async throws {
+    static func withAccounts(_ body: (Lifecycle) async throws -> Void) async throws {
         let configuration = try await CommandSupport.loadConfiguration(needs: .vault)
         CommandSupport.bootstrapLogging(level: configuration.logLevel)
         let logger = Logger(label: "orchard.accounts")
         let database = await CommandSupport.openDatabase(configuration, logger: logger)
         try await Migrator(database: database, logger: logger).migrate()
-        let accounts = Accounts(
+        let lifecycle = Lifecycle(
             store: SQLAccountStore(database: database),
             vault: TokenVault(keys: configuration.vaultKeys),
             apple: OfflineAppleGateway(),
             clock: SystemWallClock(),
-            configuration: configuration.accounts,
-            logger: logger
+            configuration: configuration.accounts
         )
         do {
-            try await body(accounts)
+            try await body(lifecycle)
         } catch let error as AccountsError {
             await database.close()
             FileHandle.standardError.write(Data("orchard: \(error.code.rawValue): \(error.reason)\n".utf8))

@@ -44,7 +44,7 @@ enum CommandSupport {
     /// with it, closing the HTTP client and the database whatever happens; a configuration error exits 2.
     static func withLifecycle<T: Sendable>(
         label: String,
-        _ body: (Accounts, OrchardConfiguration, Logger) async throws -> T
+        _ body: (Lifecycle, OrchardConfiguration, Logger) async throws -> T
     ) async throws -> T {
         let configuration = try await loadConfiguration(needs: .all)
         bootstrapLogging(level: configuration.logLevel)
@@ -56,7 +56,7 @@ enum CommandSupport {
             await database.close()
         }
         do {
-            let (accounts, _) = try await buildLifecycle(
+            let (lifecycle, _) = try await buildLifecycle(
                 OrchardDependencies(
                     configuration: configuration,
                     database: database,
@@ -65,7 +65,7 @@ enum CommandSupport {
                     logger: logger
                 )
             )
-            let result = try await body(accounts, configuration, logger)
+            let result = try await body(lifecycle, configuration, logger)
             await close()
             return result
         } catch let error as ConfigurationError {

@@ -60,7 +60,7 @@ extension DemoScript {
                 logger: logger
             )
         )
-        let exported = try await sending.exportTransfers(target: DemoReceivingSide.teamID, clientIDs: [clientID], logger: logger)
+        let exported = try await sending.transfer.export(target: DemoReceivingSide.teamID, clientIDs: [clientID], logger: logger)
         show(
             "orchard transfer export --target \(DemoReceivingSide.teamID): exported \(exported[.exported]), "
                 + "revoked_before_transfer \(exported[.revokedBeforeTransfer]) (Carol, who stopped using it), failed \(exported[.failed])"
@@ -87,7 +87,7 @@ extension DemoScript {
                     logger: logger
                 )
             )
-            let imported = try await receiving.importTransfers(exported.lines, logger: logger)
+            let imported = try await receiving.transfer.import(exported.lines, logger: logger)
             show(
                 "orchard transfer import (second installation, \(server.baseURL)): imported \(imported.imported), "
                     + "exchanged \(imported[.exchanged]), pending \(imported[.imported]), failed \(imported[.failed])"

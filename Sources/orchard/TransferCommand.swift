@@ -52,7 +52,7 @@ struct TransferCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let outcome = try await TransferCommand.withLifecycle { accounts, configuration, logger in
+            let outcome = try await TransferCommand.withLifecycle { lifecycle, configuration, logger in
                 var clientIDs = Set(configuration.clientIDs)
                 if let clientID {
                     guard clientIDs.contains(clientID) else {
@@ -61,7 +61,7 @@ struct TransferCommand: AsyncParsableCommand {
                     clientIDs = [clientID]
                 }
                 let report = ProgressReport(unit: "accounts")
-                let outcome = try await accounts.exportTransfers(target: target, clientIDs: clientIDs, logger: logger) { done, total in
+                let outcome = try await lifecycle.transfer.export(target: target, clientIDs: clientIDs, logger: logger) { done, total in
                     report.update(done: done, total: total)
                 }
                 try TransferCommand.write(outcome.lines, to: out)
@@ -92,10 +92,10 @@ struct TransferCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let outcome = try await TransferCommand.withLifecycle { accounts, configuration, logger in
+            let outcome = try await TransferCommand.withLifecycle { lifecycle, configuration, logger in
                 let lines = TransferCommand.read(file, clientIDs: Set(configuration.clientIDs))
                 let report = ProgressReport(unit: "accounts")
-                return try await accounts.importTransfers(lines, logger: logger) { done, total in
+                return try await lifecycle.transfer.import(lines, logger: logger) { done, total in
                     report.update(done: done, total: total)
                 }
             }
@@ -155,7 +155,7 @@ struct TransferCommand: AsyncParsableCommand {
     /// The lifecycle with Apple's settings (``CommandSupport/withLifecycle(label:_:)``); an ``AccountsError`` becomes a
     /// message and exit 1, or 2 when Apple refused the team's own credentials.
     static func withLifecycle<T: Sendable>(
-        _ body: (Accounts, OrchardConfiguration, Logger) async throws -> T
+        _ body: (Lifecycle, OrchardConfiguration, Logger) async throws -> T
     ) async throws -> T {
         do {
             return try await CommandSupport.withLifecycle(label: "orchard.transfer", body)

@@ -37,7 +37,7 @@ struct OutboundTests {
     }
 
     static func deletions(_ h: OrchardHarness, url: String, status: String) async -> [WebhookDeliveryStatus] {
-        ((try? await h.accounts.webhookDeliveries(status: status)) ?? []).filter { $0.delivery.url == url }
+        ((try? await h.lifecycle.outboxes.webhookDeliveries(status: status)) ?? []).filter { $0.delivery.url == url }
     }
 
     @Test("Apple answering 307 is not followed: sign-in is 503 apple_unavailable after one call, a deletion's revocation stays pending")

@@ -148,7 +148,7 @@ struct RefreshValidationTests {
         }
     }
 
-    static func extraValidator(_ h: OrchardHarness) async throws -> Accounts {
+    static func extraValidator(_ h: OrchardHarness) async throws -> Lifecycle {
         try await buildLifecycle(
             OrchardDependencies(
                 configuration: h.configuration,
@@ -172,18 +172,18 @@ struct RefreshValidationTests {
             }
             // A restarted validator (a fresh lifecycle over the same file) finds nothing due yet.
             let restarted = try await Self.extraValidator(h)
-            #expect(await restarted.processDueValidations(logger: Logger(label: "test")) == 0)
+            #expect(await restarted.validateDue(limit: 64, logger: Logger(label: "test")) == 0)
             #expect(Self.refreshCalls(h).isEmpty)
 
             let second = try await Self.extraValidator(h)
             h.clock.advance(by: Self.pastDue)
-            async let a = restarted.processDueValidations(limit: 5, logger: Logger(label: "a"))
-            async let b = second.processDueValidations(limit: 5, logger: Logger(label: "b"))
+            async let a = restarted.validateDue(limit: 5, logger: Logger(label: "a"))
+            async let b = second.validateDue(limit: 5, logger: Logger(label: "b"))
             _ = await (a, b)
             #expect(await eventually { Self.refreshCalls(h).count == users.count })
             try await Task.sleep(for: .milliseconds(1500))
-            _ = await restarted.processDueValidations(logger: Logger(label: "a"))
-            _ = await second.processDueValidations(logger: Logger(label: "b"))
+            _ = await restarted.validateDue(limit: 64, logger: Logger(label: "a"))
+            _ = await second.validateDue(limit: 64, logger: Logger(label: "b"))
             let calls = Self.refreshCalls(h)
             #expect(calls.count == users.count)
             #expect(Set(calls.compactMap(\.refreshToken)).count == users.count)

@@ -38,7 +38,7 @@ extension BenchmarkWorld {
         }
     }
 
-    /// Runs passes of `processDueValidations(limit:)` back to back, as the `refresh-validation` worker does, until one
+    /// Runs passes of `validateDue(limit:)` back to back, as the `refresh-validation` worker does, until one
     /// claims fewer than `batch` accounts; measures them.
     ///
     /// The peak resident set is reset before the passes (so the caller reads the process's peak so far first).
@@ -55,7 +55,7 @@ extension BenchmarkWorld {
         var passes = Samples()
         while true {
             let passStart = clock.now
-            let claimed = await scenario.lifecycle.processDueValidations(limit: batch, logger: logger)
+            let claimed = await scenario.lifecycle.validateDue(limit: batch, logger: logger)
             passes.append(clock.now - passStart)
             if claimed < batch { break }
         }
@@ -83,13 +83,13 @@ extension BenchmarkWorld {
     /// Times `count` passes when nothing is due (after a few untimed ones).
     func measureIdleTicks(count: Int, batch: Int, logger: Logger) async throws -> Samples {
         for _ in 0..<5 {
-            _ = await accounts.processDueValidations(limit: batch, logger: logger)
+            _ = await accounts.validateDue(limit: batch, logger: logger)
         }
         let clock = ContinuousClock()
         var samples = Samples()
         for _ in 0..<count {
             let start = clock.now
-            let claimed = await accounts.processDueValidations(limit: batch, logger: logger)
+            let claimed = await accounts.validateDue(limit: batch, logger: logger)
             samples.append(clock.now - start)
             precondition(claimed == 0, "an idle tick claimed \(claimed) accounts")
         }

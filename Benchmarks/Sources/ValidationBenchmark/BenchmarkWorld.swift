@@ -21,9 +21,9 @@ struct BenchmarkWorld: Sendable {
     /// Its HTTP server.
     let emulatorServer: RunningEmulator
     /// Orchard's lifecycle over an HTTP client configured as `orchard serve` configures it.
-    let accounts: Accounts
+    let accounts: Lifecycle
     /// Orchard's lifecycle over an HTTP client with a wider connection pool; nil when not asked for.
-    let wideAccounts: Accounts?
+    let wideAccounts: Lifecycle?
     /// The database both lifecycles use.
     let database: SQLiteDatabaseClient
     /// A vault with Orchard's keys, to seal what the loader inserts.
@@ -66,7 +66,7 @@ struct BenchmarkWorld: Sendable {
         configuration.appleBaseURL = URL(string: emulatorServer.baseURL)!
         let database = try await SQLiteDatabaseClient.open(path: directory.file("orchard.sqlite"), logger: logger)
 
-        func lifecycle(_ client: HTTPClient) async throws -> Accounts {
+        func lifecycle(_ client: HTTPClient) async throws -> Lifecycle {
             let dependencies = OrchardDependencies(
                 configuration: configuration,
                 database: database,
@@ -78,7 +78,7 @@ struct BenchmarkWorld: Sendable {
             return try await buildLifecycle(dependencies).0
         }
         var clients = [http]
-        var wideAccounts: Accounts?
+        var wideAccounts: Lifecycle?
         if widePool > 0 {
             var wide = HTTPClient.Configuration()
             wide.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = widePool

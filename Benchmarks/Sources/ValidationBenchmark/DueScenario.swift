@@ -5,7 +5,7 @@ struct DueScenario: Sendable {
     /// The label in the report.
     var name: String
     /// The lifecycle whose passes run (its HTTP client decides the connections per host).
-    var lifecycle: Accounts
+    var lifecycle: Lifecycle
     /// How many accounts fall due.
     var due: Int
     /// The emulator's latency during the scenario.

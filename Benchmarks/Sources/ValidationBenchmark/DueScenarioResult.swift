@@ -1,4 +1,4 @@
-/// What a due scenario measured: passes of `processDueValidations` until every due account was validated.
+/// What a due scenario measured: passes of `validateDue` until every due account was validated.
 struct DueScenarioResult: Sendable {
     /// The scenario's label in the report.
     var name: String

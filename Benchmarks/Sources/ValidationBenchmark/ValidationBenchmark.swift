@@ -45,7 +45,7 @@ struct ValidationBenchmark {
         )
         let clock = ContinuousClock()
 
-        print("\n== idle ticks: processDueValidations(limit: \(options.batch)) with nothing due, \(options.ticks) calls per tier ==")
+        print("\n== idle ticks: validateDue(limit: \(options.batch)) with nothing due, \(options.ticks) calls per tier ==")
         var loaded = 0
         for tier in options.tiers {
             let cpuStart = ResourceUsage.now()
@@ -86,7 +86,7 @@ struct ValidationBenchmark {
         }
         scenarios.append(DueScenario(name: "(d) no Apple latency", lifecycle: world.accounts, due: options.due, latency: .zero, connections: 8))
 
-        print("\n== passes of processDueValidations(limit: \(options.batch)) over due accounts until all are validated ==")
+        print("\n== passes of validateDue(limit: \(options.batch)) over due accounts until all are validated ==")
         var results: [DueScenarioResult] = []
         var processPeak = ResourceUsage.peakResidentBytes() ?? 0
         for scenario in scenarios {

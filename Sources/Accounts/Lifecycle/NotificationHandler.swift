@@ -1,7 +1,7 @@
-import AppleID
+public import AppleID
 public import Foundation
 public import Logging
-import Metrics
+public import Metrics
 
 extension JobKind {
     /// Apple's notifications in the inbox, waiting to be acted on.
@@ -10,17 +10,40 @@ extension JobKind {
 
 /// Acts once on each stored notification of Apple's: email forwarding changes, consent revoked (sign-out or deletion,
 /// by policy) and Apple ID deletion. An account change marks its notification processed in its own transaction; a
-/// notification with nothing to act on is marked with why (`unknown_subject`, `unknown_type`, `no_event`). A failure is
-/// retried with backoff.
+/// notification with nothing to act on is marked with why (`unknown_subject`, `unknown_type`, `no_event`,
+/// `predates_account`, `predates_grant`). A failure is retried with backoff.
 ///
-/// The jobs of a batch run one after the other, in the order they arrived, so two events about one account apply in
-/// Apple's order.
+/// The jobs of a batch about one subject run one after the other, in the order they arrived, so two events about one
+/// account apply in Apple's order.
 public struct NotificationHandler: JobHandler {
     /// The inbox outcome a finished notification is marked with, unless its account change marked it already.
     public typealias Done = String
 
-    /// The lifecycle whose store, vault and account changes the handler uses.
-    let accounts: Accounts
+    /// What the handler decides by.
+    public struct Policy: Sendable {
+        /// What `consent-revoked` does.
+        public var consentRevoked: ConsentRevokedPolicy
+        /// How far an event may predate the account or its latest grant and still be acted on.
+        public var clockLeeway: Duration
+        /// When a failed notification is tried again.
+        public var retryPolicy: RetryPolicy
+
+        /// Creates the policy.
+        public init(consentRevoked: ConsentRevokedPolicy, clockLeeway: Duration, retryPolicy: RetryPolicy) {
+            self.consentRevoked = consentRevoked
+            self.clockLeeway = clockLeeway
+            self.retryPolicy = retryPolicy
+        }
+    }
+
+    let inbox: any NotificationInbox
+    let accounts: any AccountLookup
+    let changes: AccountChanges
+    let vault: TokenVault
+    let clock: any WallClock
+    let random: any RandomSource
+    let policy: Policy
+    let metrics: any MetricsFactory
 
     /// The kind.
     public var kind: JobKind { .notifications }
@@ -33,14 +56,30 @@ public struct NotificationHandler: JobHandler {
     /// The subject's salted hash: Apple's events about one user are acted on in the order they arrived.
     public func orderingKey(for entry: InboxEntry) -> String? { entry.subjectDigest }
 
-    /// Creates the handler over the lifecycle, whose account changes it applies.
-    public init(accounts: Accounts) {
+    /// Creates the handler over its parts.
+    public init(
+        inbox: any NotificationInbox,
+        accounts: any AccountLookup,
+        changes: AccountChanges,
+        vault: TokenVault,
+        clock: any WallClock,
+        random: any RandomSource,
+        policy: Policy,
+        metrics: any MetricsFactory
+    ) {
+        self.inbox = inbox
         self.accounts = accounts
+        self.changes = changes
+        self.vault = vault
+        self.clock = clock
+        self.random = random
+        self.policy = policy
+        self.metrics = metrics
     }
 
     /// Claims due, unprocessed notifications.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [InboxEntry] {
-        try await accounts.store.claimNotifications(now: now, leaseUntil: leaseUntil, limit: limit)
+        try await inbox.claimNotifications(now: now, leaseUntil: leaseUntil, limit: limit)
     }
 
     /// Acts on one notification; a failure is retried with backoff.
@@ -49,15 +88,15 @@ public struct NotificationHandler: JobHandler {
             return .done(try await process(entry, logger: logger))
         } catch {
             let attempts = entry.attempts + 1
-            let delay = accounts.configuration.retryPolicy.delay(afterAttempts: attempts, unit: accounts.random.unit())
+            let delay = policy.retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
             logger.warning("notification processing failed; will retry", metadata: ["notification.jti": "\(entry.jti)", "error": "\(error)"])
-            return .retry(at: accounts.clock.now().addingTimeInterval(delay), error: "\(error)")
+            return .retry(at: clock.now().addingTimeInterval(delay), error: "\(error)")
         }
     }
 
     /// Marks the finished notifications processed and releases the others, in one transaction.
     public func complete(_ results: [JobResult<InboxEntry, String>], at now: Date) async throws {
-        try await accounts.store.completeNotifications(results, at: now)
+        try await inbox.completeNotifications(results, at: now)
     }
 
     /// The notification's `jti`.
@@ -67,84 +106,112 @@ public struct NotificationHandler: JobHandler {
 
     /// Acts on the notification; returns the inbox outcome to record.
     private func process(_ entry: InboxEntry, logger: Logger) async throws -> String {
-        let now = accounts.clock.now()
+        let now = clock.now()
         guard let sealed = entry.sealedEvent else { return "no_event" }
-        let json = try accounts.vault.open(sealed, context: Accounts.notificationContext(entry.jti))
+        let json = try vault.open(sealed, context: SealingContext.notification(entry.jti))
         let event = try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
-        guard let account = try await accounts.store.account(subjectHashes: accounts.vault.subjectHashCandidates(event.sub)) else {
+        guard let account = try await accounts.account(subjectHashes: vault.subjectHashCandidates(event.sub)) else {
             logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
             return "unknown_subject"
         }
-        // Late notifications: the event happened before this account existed, or before its latest grant (the user
-        // signed up or authorized the app again after it), so it is about an earlier grant and must not touch the
-        // newer one. The change re-checks the grant in its own statement, against a sign-in that commits meanwhile.
-        let leeway = accounts.configuration.clockLeeway.seconds
-        if event.eventTime < account.createdAt.addingTimeInterval(-leeway) {
-            logger.info("notification older than its account recorded and not acted on", metadata: ["notification.jti": "\(entry.jti)"])
-            return "predates_account"
-        }
-        if event.eventTime < account.latestGrant.addingTimeInterval(-leeway) {
-            logger.info(Self.predatesGrant, metadata: ["notification.jti": "\(entry.jti)"])
-            return "predates_grant"
-        }
-        let condition = ChangeCondition.grantedNoLaterThan(event.eventTime.addingTimeInterval(leeway))
+        let decision = Self.decide(event, about: account, policy: policy)
         let outcome: AccountChangeOutcome
-        switch event.type {
-        case .emailEnabled, .emailDisabled:
-            let forwarding: EmailForwarding = event.type == .emailEnabled ? .enabled : .disabled
-            let webhook = WebhookEvent(
-                type: "account.email_forwarding_changed",
-                id: accounts.randomID("evt_"),
-                occurredAt: now,
-                accountID: account.id,
-                emailForwarding: forwarding
-            )
-            outcome = try await accounts.store.apply(
-                AccountChange(
-                    accountID: account.id,
-                    action: .setEmailForwarding(forwarding),
-                    webhooks: accounts.webhooks(for: webhook),
-                    completesNotification: entry.jti,
-                    condition: condition,
-                    at: now
+        switch decision {
+        case .ignore(let why):
+            if why == "predates_account" || why == "predates_grant" {
+                logger.info(
+                    "notification older than its account or its latest grant recorded and not acted on",
+                    metadata: ["notification.jti": "\(entry.jti)"]
                 )
+            } else {
+                logger.warning("notification of an unknown type recorded and ignored", metadata: ["notification.type": "\(event.type.rawValue)"])
+            }
+            return why
+        case .setEmailForwarding(let forwarding, let condition):
+            outcome = try await changes.setEmailForwarding(
+                accountID: account.id,
+                forwarding,
+                completesNotification: entry.jti,
+                condition: condition,
+                at: now
             )
-        case .consentRevoked where accounts.configuration.consentRevokedPolicy == .signOut:
-            outcome = try await accounts.revokeCredential(
-                account,
+        case .revokeCredential(let condition):
+            outcome = try await changes.revokeCredential(
+                accountID: account.id,
                 reason: "consent_revoked",
                 completesNotification: entry.jti,
                 condition: condition,
                 at: now
             )
-        case .consentRevoked:
-            outcome = try await accounts.deleteWithoutRevoking(account, reason: .consentRevoked, jti: entry.jti, condition: condition, logger: logger)
-        case .accountDelete:
-            outcome = try await accounts.deleteWithoutRevoking(
-                account,
-                reason: .appleAccountDeleted,
-                jti: entry.jti,
-                condition: condition,
-                logger: logger
-            )
-        case .unknown(let type):
-            logger.warning("notification of an unknown type recorded and ignored", metadata: ["notification.type": "\(type)"])
-            return "unknown_type"
+        case .delete(let reason, let condition):
+            outcome = try await delete(account, reason: reason, jti: entry.jti, condition: condition, logger: logger)
         }
-        accounts.wakeups.notify(.webhooks)
-        Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)], factory: accounts.metrics)
-            .increment()
+        Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)], factory: metrics).increment()
         // An applied change marked the notification processed in its own transaction; recording is then a no-op.
         switch outcome {
         case .applied: return "processed"
         case .gone: return "unknown_subject"
         case .superseded:
-            logger.info(Self.predatesGrant, metadata: ["notification.jti": "\(entry.jti)"])
+            logger.info(
+                "notification older than the account's latest grant recorded and not acted on",
+                metadata: ["notification.jti": "\(entry.jti)"]
+            )
             return "predates_grant"
         }
     }
 
-    private static var predatesGrant: Logger.Message {
-        "notification older than the account's latest grant recorded and not acted on"
+    /// What a notification does to an account, decided on what was read; the change re-checks the grant in its own
+    /// statement, against a sign-in that commits meanwhile.
+    enum Decision: Equatable {
+        /// Recorded with this outcome and not acted on.
+        case ignore(String)
+        /// Apple's email forwarding changed.
+        case setEmailForwarding(EmailForwarding, ChangeCondition)
+        /// Sessions end, the credential is revoked (`consent-revoked` under `sign-out`).
+        case revokeCredential(ChangeCondition)
+        /// The account goes, without a revocation (Apple ended the grant).
+        case delete(DeletionReason, ChangeCondition)
+    }
+
+    /// The decision for `event` about `account` under `policy`.
+    ///
+    /// Late notifications: an event that happened before the account existed, or before its latest grant (the user
+    /// signed up or authorized the app again after it), is about an earlier grant and must not touch the newer one.
+    static func decide(_ event: AppleNotificationEvent, about account: AccountRecord, policy: Policy) -> Decision {
+        let leeway = policy.clockLeeway.seconds
+        if event.eventTime < account.createdAt.addingTimeInterval(-leeway) { return .ignore("predates_account") }
+        if event.eventTime < account.latestGrant.addingTimeInterval(-leeway) { return .ignore("predates_grant") }
+        let condition = ChangeCondition.grantedNoLaterThan(event.eventTime.addingTimeInterval(leeway))
+        switch event.type {
+        case .emailEnabled: return .setEmailForwarding(.enabled, condition)
+        case .emailDisabled: return .setEmailForwarding(.disabled, condition)
+        case .consentRevoked:
+            return policy.consentRevoked == .signOut ? .revokeCredential(condition) : .delete(.consentRevoked, condition)
+        case .accountDelete: return .delete(.appleAccountDeleted, condition)
+        case .unknown: return .ignore("unknown_type")
+        }
+    }
+
+    private func delete(
+        _ account: AccountRecord,
+        reason: DeletionReason,
+        jti: String,
+        condition: ChangeCondition,
+        logger: Logger
+    ) async throws -> AccountChangeOutcome {
+        let outcome = try await changes.delete(
+            accountID: account.id,
+            sealedSubject: account.sealedSubject,
+            reason: reason,
+            revoke: false,
+            completesNotification: jti,
+            condition: condition,
+            logger: logger
+        )
+        switch outcome {
+        case .deleted: return .applied(revocation: nil)
+        case .gone: return .gone
+        case .superseded: return .superseded
+        }
     }
 }

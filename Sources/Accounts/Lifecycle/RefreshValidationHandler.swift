@@ -1,7 +1,7 @@
-import AppleID
+public import AppleID
 public import Foundation
 public import Logging
-import Metrics
+public import Metrics
 
 extension JobKind {
     /// Accounts whose refresh token is due for validation at Apple.
@@ -19,8 +19,15 @@ public struct RefreshValidationHandler: JobHandler {
     /// What a finished validation records.
     public typealias Done = ValidationResult
 
-    /// The lifecycle whose store, vault, Apple gateway and credential revocation the handler uses.
-    let accounts: Accounts
+    let schedule: any ValidationSchedule
+    let apple: any AppleGateway
+    let vault: TokenVault
+    let changes: AccountChanges
+    let clock: any WallClock
+    let random: any RandomSource
+    let timing: ValidationTiming
+    let retryPolicy: RetryPolicy
+    let metrics: any MetricsFactory
 
     /// The kind.
     public var kind: JobKind { .validations }
@@ -34,18 +41,36 @@ public struct RefreshValidationHandler: JobHandler {
     /// over within its lease plus a tick).
     public var passesInFlight: Int { 4 }
 
-    /// Creates the handler over the lifecycle.
-    public init(accounts: Accounts) {
-        self.accounts = accounts
+    /// Creates the handler over its parts.
+    public init(
+        schedule: any ValidationSchedule,
+        apple: any AppleGateway,
+        vault: TokenVault,
+        changes: AccountChanges,
+        clock: any WallClock,
+        random: any RandomSource,
+        timing: ValidationTiming,
+        retryPolicy: RetryPolicy,
+        metrics: any MetricsFactory
+    ) {
+        self.schedule = schedule
+        self.apple = apple
+        self.vault = vault
+        self.changes = changes
+        self.clock = clock
+        self.random = random
+        self.timing = timing
+        self.retryPolicy = retryPolicy
+        self.metrics = metrics
     }
 
     /// Claims due accounts through the due-time index, then records the backlog left.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [AccountRecord] {
-        let claimed = try await accounts.store.claimDueValidations(now: now, leaseUntil: leaseUntil, limit: limit)
+        let claimed = try await schedule.claimDueValidations(now: now, leaseUntil: leaseUntil, limit: limit)
         do {
-            let backlog = try await accounts.store.validationBacklog(now: now)
-            Gauge(label: "orchard_refresh_validations_due", factory: accounts.metrics).record(backlog.count)
-            Gauge(label: "orchard_refresh_validation_oldest_overdue_seconds", factory: accounts.metrics).record(
+            let backlog = try await schedule.validationBacklog(now: now)
+            Gauge(label: "orchard_refresh_validations_due", factory: metrics).record(backlog.count)
+            Gauge(label: "orchard_refresh_validation_oldest_overdue_seconds", factory: metrics).record(
                 backlog.oldestDue.map { now.timeIntervalSince($0) } ?? 0
             )
         } catch {
@@ -58,29 +83,28 @@ public struct RefreshValidationHandler: JobHandler {
     ///
     /// - Throws: a storage or vault fault (left to its lease: the account is due again when the lease runs out).
     public func perform(_ account: AccountRecord, logger: Logger) async throws -> JobOutcome<ValidationResult> {
-        let metrics = accounts.metrics
-        guard try await accounts.store.hasLiveSession(accountID: account.id, now: accounts.clock.now()) else {
+        guard try await schedule.hasLiveSession(accountID: account.id, now: clock.now()) else {
             // Nobody is signed in: nothing to keep alive. The next sign-in validates by its code exchange.
             Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "dormant")], factory: metrics).increment()
             return .done(.unscheduled)
         }
         guard let sealed = account.sealedRefreshToken else { return .done(.unscheduled) }
-        let refreshToken = try accounts.vault.open(sealed, context: Accounts.context(account.id, "refresh_token"))
+        let refreshToken = try vault.open(sealed, context: SealingContext.account(account.id, .refreshToken))
         let response: AppleTokenResponse
         do {
-            response = try await accounts.apple.validateRefreshToken(refreshToken, clientID: account.clientID)
+            response = try await apple.validateRefreshToken(refreshToken, clientID: account.clientID)
         } catch {
-            return try await failure(account, error: Accounts.mapApple(error), logger: logger)
+            return try await failure(account, error: AccountsError.fromApple(error), logger: logger)
         }
-        let sealedAccess = try response.accessToken.map { try accounts.vault.seal($0, context: Accounts.context(account.id, "access_token")) }
+        let sealedAccess = try response.accessToken.map { try vault.seal($0, context: SealingContext.account(account.id, .accessToken)) }
         Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "valid")], factory: metrics).increment()
-        let now = accounts.clock.now()
-        return .done(.validated(at: now, sealedAccessToken: sealedAccess, nextValidationAt: accounts.nextValidation(after: now)))
+        let now = clock.now()
+        return .done(.validated(at: now, sealedAccessToken: sealedAccess, nextValidationAt: timing.next(after: now)))
     }
 
     /// Records the validations and the next due times, in one transaction.
     public func complete(_ results: [JobResult<AccountRecord, ValidationResult>], at now: Date) async throws {
-        try await accounts.store.completeValidations(results, at: now)
+        try await schedule.completeValidations(results, at: now)
     }
 
     /// The account's id.
@@ -89,16 +113,14 @@ public struct RefreshValidationHandler: JobHandler {
     }
 
     private func failure(_ account: AccountRecord, error: AccountsError, logger: Logger) async throws -> JobOutcome<ValidationResult> {
-        let now = accounts.clock.now()
-        let metrics = accounts.metrics
-        let retryPolicy = accounts.configuration.retryPolicy
+        let now = clock.now()
         switch error.code {
         case .authorizationCodeRejected:
             // invalid_grant: the user revoked the app, changed their password, or Apple ended the grant.
             Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "invalid_grant")], factory: metrics).increment()
             // Only if the token Apple refused is still the one held: a sign-in may have stored a new grant's meanwhile.
-            let outcome = try await accounts.revokeCredential(
-                account,
+            let outcome = try await changes.revokeCredential(
+                accountID: account.id,
                 reason: "invalid_grant",
                 completesNotification: nil,
                 condition: .refreshToken(account.sealedRefreshToken),
@@ -109,7 +131,6 @@ public struct RefreshValidationHandler: JobHandler {
                 return .done(.superseded)
             }
             logger.info("Apple says the grant is gone: the account was signed out everywhere", metadata: ["account.id": "\(account.id)"])
-            accounts.wakeups.notify(.webhooks)
             return .done(.unscheduled)
         case .appleClientRejected:
             Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "client_rejected")], factory: metrics).increment()
@@ -122,9 +143,9 @@ public struct RefreshValidationHandler: JobHandler {
         default:
             Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "unavailable")], factory: metrics).increment()
             // The outage's length so far stands for the number of tries: retries start after 2 s and double.
-            let due = (account.lastValidatedAt ?? now).addingTimeInterval(accounts.configuration.refreshValidationInterval.seconds)
+            let due = (account.lastValidatedAt ?? now).addingTimeInterval(timing.interval.seconds)
             let overdue = max(1, now.timeIntervalSince(due) / retryPolicy.initialDelay)
-            let delay = retryPolicy.delay(afterAttempts: 1 + Int(log2(overdue)), unit: accounts.random.unit())
+            let delay = retryPolicy.delay(afterAttempts: 1 + Int(log2(overdue)), unit: random.unit())
             logger.warning("Apple unavailable for refresh validation; sessions kept, will retry", metadata: ["account.id": "\(account.id)"])
             return .retry(at: now.addingTimeInterval(delay), error: error.code.rawValue)
         }

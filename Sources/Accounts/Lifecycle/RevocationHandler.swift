@@ -1,7 +1,7 @@
-import AppleID
+public import AppleID
 public import Foundation
 public import Logging
-import Metrics
+public import Metrics
 
 extension JobKind {
     /// Tokens in the revocation outbox, waiting for Apple's `/auth/revoke`.
@@ -42,15 +42,24 @@ public struct RevocationHandler: JobHandler {
     /// The call's deadline plus 5 seconds.
     public var leaseDuration: Duration { deadline + .seconds(5) }
 
-    /// Creates the handler over the lifecycle's store, vault and Apple; each call to Apple may take `deadline`.
-    public init(accounts: Accounts, deadline: Duration = .seconds(10)) {
-        store = accounts.store
-        vault = accounts.vault
-        apple = accounts.apple
-        clock = accounts.clock
-        random = accounts.random
-        retryPolicy = accounts.configuration.retryPolicy
-        metrics = accounts.metrics
+    /// Creates the handler over its parts; each call to Apple may take `deadline`.
+    public init(
+        store: any RevocationOutbox,
+        vault: TokenVault,
+        apple: any AppleGateway,
+        clock: any WallClock,
+        random: any RandomSource,
+        retryPolicy: RetryPolicy,
+        metrics: any MetricsFactory,
+        deadline: Duration = .seconds(10)
+    ) {
+        self.store = store
+        self.vault = vault
+        self.apple = apple
+        self.clock = clock
+        self.random = random
+        self.retryPolicy = retryPolicy
+        self.metrics = metrics
         self.deadline = deadline
     }
 
@@ -66,7 +75,7 @@ public struct RevocationHandler: JobHandler {
     public func perform(_ job: RevocationJob, logger: Logger) async throws -> JobOutcome<Void> {
         let token: Redacted<String>
         do {
-            token = try vault.open(job.sealedToken, context: Accounts.revocationContext(job.id))
+            token = try vault.open(job.sealedToken, context: SealingContext.revocation(job.id))
         } catch {
             let attempts = job.attempts + 1
             logger.error(
@@ -80,7 +89,7 @@ public struct RevocationHandler: JobHandler {
         do {
             try await apple.revoke(token, hint: job.hint, clientID: job.clientID, deadline: deadline)
         } catch {
-            let mapped = Accounts.mapApple(error)
+            let mapped = AccountsError.fromApple(error)
             let attempts = job.attempts + 1
             if mapped.code == .appleClientRejected {
                 Counter(label: "orchard_apple_client_rejected_total", dimensions: [("endpoint", "revoke")], factory: metrics).increment()

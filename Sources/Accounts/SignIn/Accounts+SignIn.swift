@@ -27,7 +27,7 @@ extension Accounts {
         do {
             claims = try await apple.verifyIdentityToken(request.identityToken.value, expectedAudience: request.clientID)
         } catch {
-            throw Self.mapApple(error)
+            throw AccountsError.fromApple(error)
         }
         try await consumeNonce(claim: claims.nonce, raw: request.nonce)
         // Read before the exchange: a deletion that commits while Apple answers is then seen by the write below, which
@@ -50,7 +50,7 @@ extension Accounts {
         do {
             tokens = try await apple.exchangeCode(request.authorizationCode, clientID: claims.aud, redirectURI: request.redirectURI)
         } catch {
-            let mapped = Self.mapApple(error)
+            let mapped = AccountsError.fromApple(error)
             if mapped.code == .appleClientRejected {
                 logger.critical(
                     "Apple refused Orchard's client credentials: check APPLE_TEAM_ID, APPLE_KEY_ID, APPLE_PRIVATE_KEY_FILE",
@@ -126,41 +126,41 @@ extension Accounts {
     ) async throws -> SignInResult {
         let now = clock.now()
         let isNew = existing == nil
-        let id = existing?.id ?? "acct_" + Data(random.bytes(16)).hexString
-        func seal(_ value: String, _ field: String) throws -> String {
-            try vault.seal(value, context: Self.context(id, field))
+        let id = existing?.id ?? random.id("acct_")
+        func seal(_ value: String, _ field: SealingContext.AccountField) throws -> String {
+            try vault.seal(value, context: SealingContext.account(id, field))
         }
 
-        var record = try existing ?? newAccount(id: id, subject: claims.sub, clientID: claims.aud, at: now)
+        var record = try existing ?? sealing.newAccount(id: id, subject: claims.sub, clientID: claims.aud, at: now)
         if isNew, let user = request.user, user.firstName != nil || user.lastName != nil {
-            record.sealedName = try sealName(AccountView.Name(firstName: user.firstName, lastName: user.lastName), accountID: id)
+            record.sealedName = try sealing.sealName(AccountView.Name(firstName: user.firstName, lastName: user.lastName), accountID: id)
         }
         // Only a signed token vouches for an email: `user.email` from the app is never stored, or anyone could claim
         // someone else's address and take over an account a backend links by email.
         if let emailSource, let email = emailSource.email {
-            record.sealedEmail = try seal(email.value, "email")
+            record.sealedEmail = try seal(email.value, .email)
             record.isPrivateEmail = emailSource.isPrivateEmail ?? false
         }
         record.clientID = claims.aud
         if completesTransfer {
             // Re-keyed from the transfer identifier to this team's subject.
             record.subjectHash = vault.subjectHash(claims.sub)
-            record.sealedSubject = try seal(claims.sub.value, "subject")
+            record.sealedSubject = try seal(claims.sub.value, .subject)
         }
         if let refresh = tokens.refreshToken {
-            record.sealedRefreshToken = try seal(refresh.value, "refresh_token")
+            record.sealedRefreshToken = try seal(refresh.value, .refreshToken)
             record.appleCredential = .valid
         } else if record.sealedRefreshToken == nil || record.appleCredential != .valid {
             record.appleCredential = .unknown
         }
-        if let access = tokens.accessToken { record.sealedAccessToken = try seal(access.value, "access_token") }
-        record.sealedIdentityToken = try seal((tokens.idToken ?? request.identityToken).value, "identity_token")
+        if let access = tokens.accessToken { record.sealedAccessToken = try seal(access.value, .accessToken) }
+        record.sealedIdentityToken = try seal((tokens.idToken ?? request.identityToken).value, .identityToken)
         record.lastValidatedAt = now
         record.grantedAt = now
-        record.nextValidationAt = record.sealedRefreshToken == nil ? nil : nextValidation(after: now)
+        record.nextValidationAt = record.sealedRefreshToken == nil ? nil : timing.next(after: now)
         record.updatedAt = now
 
-        let token = randomToken()
+        let token = random.token()
         let session = SessionRecord(
             tokenHash: Self.sha256Hex(token),
             accountID: id,
@@ -171,11 +171,11 @@ extension Accounts {
         // nothing of the sign-in is stored, and the fresh token does not outlive the account it was meant for.
         let fresh = tokens.refreshToken.map { ($0, TokenTypeHint.refreshToken) } ?? tokens.accessToken.map { ($0, .accessToken) }
         let revocation = try fresh.map { token, hint in
-            let jobID = randomID("rev_")
+            let jobID = random.id("rev_")
             return RevocationJob(
                 id: jobID,
                 clientID: claims.aud,
-                sealedToken: try vault.seal(token.value, context: Self.revocationContext(jobID)),
+                sealedToken: try vault.seal(token.value, context: SealingContext.revocation(jobID)),
                 hint: hint,
                 attempts: 0,
                 nextAttemptAt: now,
@@ -189,7 +189,8 @@ extension Accounts {
             isNew: isNew,
             session: session,
             revocationIfGone: revocation,
-            completesTransfer: completesTransfer ? transferCompletion(accountID: id, at: now) : nil
+            completesTransfer: completesTransfer
+                ? TransferCompletion(webhooks: webhooks.deliveries(.transferred, accountID: id, at: now), at: now) : nil
         )
         guard recorded else {
             wakeups.notify(.revocations)
@@ -202,15 +203,8 @@ extension Accounts {
         return SignInResult(
             sessionToken: Redacted(token),
             sessionExpiresAt: session.expiresAt,
-            account: try view(of: record),
+            account: try sealing.view(of: record.sealedView),
             isNewAccount: isNew
         )
-    }
-
-    /// Maps a failure from Apple's side to the contract's code.
-    static func mapApple(_ error: any Error) -> AccountsError {
-        if let error = error as? AppleIDError { return AccountsError(error) }
-        if let error = error as? AccountsError { return error }
-        return AccountsError(.appleUnavailable, "Apple could not be reached (\(type(of: error)))")
     }
 }

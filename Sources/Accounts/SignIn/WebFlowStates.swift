@@ -54,7 +54,7 @@ public struct WebFlowStates: Sendable {
         do {
             let record = WebFlowStateRecord(
                 stateHash: hash,
-                sealedNonce: try vault.seal(nonce.value, context: Self.context(hash)),
+                sealedNonce: try vault.seal(nonce.value, context: SealingContext.webFlowState(hash)),
                 returnTo: returnTo,
                 expiresAt: now.addingTimeInterval(lifetime.seconds)
             )
@@ -94,7 +94,7 @@ public struct WebFlowStates: Sendable {
         guard record.expiresAt > clock.now() else { throw AccountsError(.stateInvalid, "the state has expired") }
         let nonce: Redacted<String>
         do {
-            nonce = try vault.open(record.sealedNonce, context: Self.context(hash))
+            nonce = try vault.open(record.sealedNonce, context: SealingContext.webFlowState(hash))
         } catch {
             throw AccountsError(.stateInvalid, "the state's nonce cannot be opened with the configured vault keys")
         }
@@ -109,11 +109,6 @@ public struct WebFlowStates: Sendable {
     /// 256 random bits, base64url without padding.
     private func randomToken() -> String {
         Base64URL.encode(random.bytes(32))
-    }
-
-    /// Binds the sealed nonce to its state.
-    static func context(_ hash: String) -> String {
-        "web_flow:\(hash):nonce"
     }
 
     private static func isBase64URL(_ byte: UInt8) -> Bool {

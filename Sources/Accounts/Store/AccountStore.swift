@@ -13,14 +13,20 @@ public enum NonceConsumption: Sendable, Equatable {
 /// Where accounts, sessions and nonces live; implemented by the Storage module over SQL.
 ///
 /// Each method is atomic on its own. Implementations throw ``StoreError`` for faults the domain must tell apart.
-public protocol AccountStore: Sendable {
+/// Finding an account by its subject: what a notification needs to know whom it is about.
+public protocol AccountLookup: Sendable {
+    /// The account whose subject hash is one of `subjectHashes`.
+    func account(subjectHashes: [String]) async throws -> AccountRecord?
+}
+
+public protocol AccountStore: AccountLookup {
     /// Stores an issued nonce by its hash.
     func insertNonce(hash: String, expiresAt: Date) async throws
     /// Marks the first of `hashes` that was issued as used, if it is unexpired and unused at `now`. One read decides
     /// first when nothing can be consumed, so a forged or replayed token is refused without a write.
     func consumeNonce(hashes: [String], now: Date) async throws -> NonceConsumption
-    /// The account whose subject hash is one of `subjectHashes`.
-    func account(subjectHashes: [String]) async throws -> AccountRecord?
+    /// The account of a pending import (app transfer, receiving side) found by its transfer identifier's hash.
+    func pendingImport(subjectHashes: [String]) async throws -> AccountRecord?
     /// The account with this id.
     func account(id: String) async throws -> AccountRecord?
     /// Accounts ordered by id, after `afterID` when given.

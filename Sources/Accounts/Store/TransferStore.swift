@@ -105,9 +105,12 @@ public protocol TransferStore: Sendable {
     /// Completes a pending import: writes the re-keyed `account` (subject, email), marks the row `exchanged` and queues
     /// `completion`'s webhooks, only while the row is `imported` or `failed`; `false` (nothing written) otherwise.
     func completeImport(account: AccountRecord, completion: TransferCompletion) async throws -> Bool
-    /// The account of a pending import (`imported` or `failed`) whose subject hash, the transfer identifier's, is one of
-    /// `subjectHashes`.
-    func pendingImport(subjectHashes: [String]) async throws -> AccountRecord?
     /// How many rows of `side` are in each state.
     func transferCounts(side: TransferSide) async throws -> [TransferState: Int]
+    /// A page of the accounts of `clientIDs`, by id after `afterID` (the sending side walks them page by page).
+    func accounts(clientIDs: Set<String>, afterID: String?, limit: Int) async throws -> [AccountRecord]
+    /// How many accounts `clientIDs` have (the sending side's progress).
+    func accountCount(clientIDs: Set<String>) async throws -> Int
+    /// The account with this id.
+    func account(id: String) async throws -> AccountRecord?
 }

@@ -115,11 +115,13 @@ public struct VaultRotation: Sendable {
     /// The sealing context of a column of a row: the one the lifecycle sealed it with.
     static func context(_ table: VaultTable, _ key: String, _ column: String) -> String {
         switch table {
-        case .accounts: Accounts.context(key, String(column.dropFirst("sealed_".count)))
-        case .revocations: Accounts.revocationContext(key)
-        case .notificationInbox: Accounts.notificationContext(key)
-        case .webFlowStates: WebFlowStates.context(key)
-        case .transferExports: Accounts.context(key, "transfer_sub")
+        case .accounts:
+            SealingContext.AccountField(rawValue: String(column.dropFirst("sealed_".count))).map { SealingContext.account(key, $0) }
+                ?? "account:\(key):\(column.dropFirst("sealed_".count))"
+        case .revocations: SealingContext.revocation(key)
+        case .notificationInbox: SealingContext.notification(key)
+        case .webFlowStates: SealingContext.webFlowState(key)
+        case .transferExports: SealingContext.account(key, .transferSub)
         }
     }
 }

@@ -5,11 +5,11 @@ public import Hummingbird
 
 /// `POST /v1/apple/notifications`: Apple's server-to-server notifications. Answers 200 only once the event is stored.
 public struct NotificationController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let notifications: NotificationReceiver
 
     /// Creates the controller.
-    public init(accounts: Accounts) {
-        self.accounts = accounts
+    public init(notifications: NotificationReceiver) {
+        self.notifications = notifications
     }
 
     struct Body: Decodable {
@@ -28,7 +28,7 @@ public struct NotificationController<Context: RequestContext>: Sendable {
         } catch let problem as OrchardProblem where problem.code == .invalidRequest {
             throw AccountsError(.notificationInvalid, "the body must be {\"payload\": JWS}")
         }
-        let stored = try await accounts.receiveNotification(payload: body.payload, logger: context.logger)
+        let stored = try await notifications.receive(payload: body.payload, logger: context.logger)
         return OperationsController<Context>.json(.ok, stored ? #"{"status":"accepted"}"# : #"{"status":"duplicate"}"#)
     }
 }

@@ -3,7 +3,7 @@ import AppleID
 import Foundation
 import SQLKit
 
-extension SQLAccountStore: LifecycleStore {
+extension SQLAccountStore: AccountChangeStore {
     /// The installation's audit salt.
     public func auditSalt() async throws -> String {
         guard let row = try await database.read("SELECT value FROM orchard_settings WHERE name = 'audit_salt'").first else {

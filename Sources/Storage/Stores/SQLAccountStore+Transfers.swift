@@ -114,6 +114,25 @@ extension SQLAccountStore: TransferStore {
         ).first.map(Self.account(from:))
     }
 
+    /// A page of the accounts of `clientIDs`, by id.
+    public func accounts(clientIDs: Set<String>, afterID: String?, limit: Int) async throws -> [AccountRecord] {
+        guard !clientIDs.isEmpty else { return [] }
+        return try await database.read(
+            """
+            SELECT \(unsafeRaw: Self.accountColumns) FROM accounts
+            WHERE client_id IN (\(binds: clientIDs.sorted())) AND id > \(bind: afterID ?? "")
+            ORDER BY id LIMIT \(bind: limit)
+            """
+        ).map(Self.account(from:))
+    }
+
+    /// How many accounts `clientIDs` have.
+    public func accountCount(clientIDs: Set<String>) async throws -> Int {
+        guard !clientIDs.isEmpty else { return 0 }
+        let row = try await database.read("SELECT COUNT(*) AS n FROM accounts WHERE client_id IN (\(binds: clientIDs.sorted()))").first
+        return try row?.decode(column: "n", as: Int.self) ?? 0
+    }
+
     /// Rows of `side` by state.
     public func transferCounts(side: TransferSide) async throws -> [TransferState: Int] {
         var counts: [TransferState: Int] = [:]

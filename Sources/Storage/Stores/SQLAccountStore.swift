@@ -251,3 +251,6 @@ public struct SQLAccountStore: AccountStore {
         )
     }
 }
+
+/// The operators' reads of the queues, each written beside its queue's other statements.
+extension SQLAccountStore: OutboxQueries {}

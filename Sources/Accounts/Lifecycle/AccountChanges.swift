@@ -1,0 +1,178 @@
+public import AppleID
+public import Foundation
+public import Logging
+public import Metrics
+
+/// The changes the lifecycle makes to an account after its sign-in: Apple's email forwarding, a credential Apple
+/// ended, and the one deletion. Each is one transaction of the store's (``AccountChangeStore``) with its webhooks, its
+/// audit record and its inbox mark; each may carry a ``ChangeCondition`` that the store checks in the change's own
+/// statement. The coordinator (``Accounts``), the notification handler and the validation handler all change accounts
+/// here.
+public final class AccountChanges: Sendable {
+    /// What became of a deletion.
+    public enum DeletionOutcome: Sendable {
+        /// The account is gone, with what became of the revocation.
+        case deleted(DeletionResult)
+        /// It was already gone.
+        case gone
+        /// It no longer meets the deletion's condition (a late notification): nothing was deleted.
+        case superseded
+    }
+
+    let store: any AccountChangeStore
+    let vault: TokenVault
+    let clock: any WallClock
+    let random: any RandomSource
+    let webhooks: WebhookFanout
+    let audit: AuditDigests
+    let metrics: any MetricsFactory
+    let wakeups: JobWakeups
+    let engine: JobEngine
+    /// Runs a deletion's own revocation, with the request's wait for Apple as its deadline.
+    let revocations: RevocationHandler
+
+    /// Creates the changes over their parts.
+    ///
+    /// - Parameters:
+    ///   - revocations: The revocation handler a deletion runs its row with (its deadline is the request's wait).
+    public init(
+        store: any AccountChangeStore,
+        vault: TokenVault,
+        clock: any WallClock,
+        random: any RandomSource,
+        webhooks: WebhookFanout,
+        audit: AuditDigests,
+        metrics: any MetricsFactory,
+        wakeups: JobWakeups,
+        engine: JobEngine,
+        revocations: RevocationHandler
+    ) {
+        self.store = store
+        self.vault = vault
+        self.clock = clock
+        self.random = random
+        self.webhooks = webhooks
+        self.audit = audit
+        self.metrics = metrics
+        self.wakeups = wakeups
+        self.engine = engine
+        self.revocations = revocations
+    }
+
+    /// Sets Apple's email forwarding, with `account.email_forwarding_changed`, if the account still meets `condition`.
+    public func setEmailForwarding(
+        accountID: String,
+        _ forwarding: EmailForwarding,
+        completesNotification: String?,
+        condition: ChangeCondition?,
+        at now: Date
+    ) async throws -> AccountChangeOutcome {
+        let outcome = try await store.apply(
+            AccountChange(
+                accountID: accountID,
+                action: .setEmailForwarding(forwarding),
+                webhooks: webhooks.deliveries(.emailForwardingChanged, accountID: accountID, at: now, emailForwarding: forwarding),
+                completesNotification: completesNotification,
+                condition: condition,
+                at: now
+            )
+        )
+        if case .applied = outcome { wakeups.notify(.webhooks) }
+        return outcome
+    }
+
+    /// Ends every session of an account and marks its Apple credential revoked, with `account.credential_revoked`, if
+    /// the account still meets `condition` when the change commits.
+    public func revokeCredential(
+        accountID: String,
+        reason: String,
+        completesNotification: String?,
+        condition: ChangeCondition?,
+        at now: Date
+    ) async throws -> AccountChangeOutcome {
+        let outcome = try await store.apply(
+            AccountChange(
+                accountID: accountID,
+                action: .revokeCredential,
+                webhooks: webhooks.deliveries(.credentialRevoked, accountID: accountID, at: now, reason: reason),
+                completesNotification: completesNotification,
+                condition: condition,
+                at: now
+            )
+        )
+        if case .applied = outcome { wakeups.notify(.webhooks) }
+        return outcome
+    }
+
+    /// The one deletion: in one transaction the account, its sessions and personal data go, the token the deletion
+    /// removed moves sealed into the revocation outbox (leased to this call), the audit record and the webhooks are
+    /// written; then, with `revoke`, Apple is asked to revoke, waiting at most the revocation handler's deadline.
+    ///
+    /// The token to revoke is taken from the row the transaction deleted, not from an earlier read: a sign-in that stored
+    /// a newer refresh token meanwhile has that one revoked.
+    public func delete(
+        accountID: String,
+        sealedSubject: String,
+        reason: DeletionReason,
+        revoke: Bool,
+        completesNotification: String?,
+        condition: ChangeCondition?,
+        logger: Logger
+    ) async throws(AccountsError) -> DeletionOutcome {
+        let now = clock.now()
+        let subject = try await storing { try vault.open(sealedSubject, context: SealingContext.account(accountID, .subject)) }
+        let audit = AuditRecord(
+            id: random.id("aud_"),
+            subjectDigest: try await storing { try await self.audit.digest(subject) },
+            event: "account.deleted",
+            reason: reason.rawValue,
+            occurredAt: now
+        )
+        let change = AccountChange(
+            accountID: accountID,
+            action: .delete(audit: audit, revocation: revoke ? revocationPlan(at: now) : nil),
+            webhooks: webhooks.deliveries(.deleted, accountID: accountID, at: now, reason: reason.rawValue),
+            completesNotification: completesNotification,
+            condition: condition,
+            at: now
+        )
+        let job: RevocationJob?
+        switch try await storing({ try await store.apply(change) }) {
+        case .gone: return .gone
+        case .superseded: return .superseded
+        case .applied(let revocation): job = revocation
+        }
+        Counter(label: "orchard_accounts_deleted_total", dimensions: [("reason", reason.rawValue)], factory: metrics).increment()
+        logger.info("account deleted", metadata: ["account.id": "\(accountID)", "deletion.reason": "\(reason.rawValue)"])
+        wakeups.notify(.webhooks)
+
+        guard revoke else { return .deleted(DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil)) }
+        guard let job else {
+            return .deleted(DeletionResult(appleRevocation: .manualRequired, manualRevocationURL: DeletionResult.manualRevocationURL))
+        }
+        // The row was written leased to this call: run it here, with the shorter wait for Apple.
+        let result = await engine.run(claimed: [job], with: revocations, logger: logger).first ?? nil
+        guard case .done? = result else { return .deleted(DeletionResult(appleRevocation: .pending, manualRevocationURL: nil)) }
+        return .deleted(DeletionResult(appleRevocation: .revoked, manualRevocationURL: nil))
+    }
+
+    /// How the deletion's transaction turns the tokens it removed into a revocation row: the refresh token, else the
+    /// access token, opened under the account's context and sealed under the row's, leased to this call for its wait
+    /// for Apple plus 5 s, as the background worker's leases are.
+    private func revocationPlan(at now: Date) -> RevocationPlan {
+        let id = random.id("rev_")
+        let vault = self.vault
+        return RevocationPlan(id: id, leaseUntil: now.addingTimeInterval(revocations.leaseDuration.seconds), createdAt: now) {
+            removed in
+            let token: (value: Redacted<String>, hint: TokenTypeHint)
+            if let sealed = removed.sealedRefreshToken {
+                token = (try vault.open(sealed, context: SealingContext.account(removed.accountID, .refreshToken)), .refreshToken)
+            } else if let sealed = removed.sealedAccessToken {
+                token = (try vault.open(sealed, context: SealingContext.account(removed.accountID, .accessToken)), .accessToken)
+            } else {
+                return nil
+            }
+            return (try vault.seal(token.value, context: SealingContext.revocation(id)), token.hint)
+        }
+    }
+}

@@ -1,0 +1,60 @@
+public import Foundation
+
+/// The lifecycle events the app's other backends are told about (a webhook's `type`).
+public enum WebhookEventType: String, Sendable, CaseIterable {
+    /// The account was deleted (`reason`: `user_request`, `operator`, `consent_revoked`, `apple_account_deleted`).
+    case deleted = "account.deleted"
+    /// Apple ended the grant (`reason`: `invalid_grant`, `consent_revoked`).
+    case credentialRevoked = "account.credential_revoked"
+    /// Apple's email forwarding changed (`email_forwarding`).
+    case emailForwardingChanged = "account.email_forwarding_changed"
+    /// App transfer: the account's exchange on the receiving side succeeded.
+    case transferred = "account.transferred"
+}
+
+/// Turns a lifecycle event into its outbox rows: one per configured webhook URL, written in the transaction of the
+/// change the event reports.
+public struct WebhookFanout: Sendable {
+    /// Where events go (`ORCHARD_WEBHOOK_URLS`).
+    let urls: [String]
+    /// The ids of events and rows.
+    let random: any RandomSource
+
+    /// Creates the fan-out to `urls`.
+    public init(urls: [String], random: any RandomSource) {
+        self.urls = urls
+        self.random = random
+    }
+
+    /// The rows for an event of `type` about `accountID`; none, and no body encoded, when no URL is configured (the
+    /// encoding showed at 1.5 % of the server's CPU under notification ingest, for rows never written).
+    public func deliveries(
+        _ type: WebhookEventType,
+        accountID: String,
+        at now: Date,
+        reason: String? = nil,
+        emailForwarding: EmailForwarding? = nil
+    ) -> [WebhookDelivery] {
+        guard !urls.isEmpty else { return [] }
+        let event = WebhookEvent(
+            type: type.rawValue,
+            id: random.id("evt_"),
+            occurredAt: now,
+            accountID: accountID,
+            reason: reason,
+            emailForwarding: emailForwarding
+        )
+        let body = event.body
+        return urls.map { url in
+            WebhookDelivery(
+                id: random.id("whd_"),
+                eventID: event.id,
+                eventType: event.type,
+                url: url,
+                body: body,
+                attempts: 0,
+                createdAt: event.occurredAt
+            )
+        }
+    }
+}
