@@ -29,7 +29,8 @@ public actor AppleKeySet {
     /// The same keys as swift-crypto verifying keys, made once per fetch rather than once per token.
     private var verifyingKeys: [String: _RSA.Signing.PublicKey] = [:]
     /// The verifying keys and when they were fetched, readable without entering the actor: every verification needs a
-    /// key, and a hop onto the actor per token moved requests between threads under load.
+    /// key, and a hop onto the actor per token would move requests between threads under load (`Benchmarks/run`'s
+    /// never-issued-nonce figure guards this).
     private nonisolated let current = Mutex<(keys: [String: _RSA.Signing.PublicKey], fetchedAt: Date?)>(([:], nil))
     private var fetchedAt: Date?
     private var attemptedAt: Date?

@@ -1,7 +1,7 @@
 /// Lowercase hexadecimal text of bytes: the one hex encoder of every Orchard module (hashes, ids, salts).
 ///
-/// It writes the text straight into the string's storage, two table lookups per byte; formatting byte by byte with
-/// `String(format:)` was 8 % of a session check's cost.
+/// It writes the text straight into the string's storage, two table lookups per byte, rather than formatting byte by
+/// byte with `String(format:)`; `Benchmarks/run`'s session check guards this.
 extension Sequence where Element == UInt8 {
     /// The bytes as lowercase hexadecimal text, two characters per byte.
     public var hexString: String {

@@ -5,8 +5,8 @@ extension KeyedDecodingContainer {
     /// A boolean sent as a JSON boolean or as the string `"true"`/`"false"`; `nil` when absent or null.
     ///
     /// The usual shapes cost one lookup: `decodeIfPresent` answers absent, null and a JSON boolean at once, where asking
-    /// `contains`, then `decodeNil`, then `decode` looked the key up three times (about 0.9 µs of an identity token's
-    /// claims, measured in a loop). It throws only for a value that is present and not null, which is then read as text.
+    /// `contains`, then `decodeNil`, then `decode` looks the key up three times (`VerifyBenchmark` guards this). It
+    /// throws only for a value that is present and not null, which is then read as text.
     func decodeLenientBoolIfPresent(forKey key: Key) throws -> Bool? {
         do {
             return try decodeIfPresent(Bool.self, forKey: key)
@@ -42,7 +42,7 @@ extension KeyedDecodingContainer {
     /// An instant sent as seconds since 1970 (integer or fractional).
     ///
     /// Read as an integer first: Apple sends whole seconds, and Foundation reads a JSON number as a `Double` through
-    /// `strtod`, which made the three instants of an identity token about half a microsecond of its verification.
+    /// `strtod`, which costs more than reading an integer (`VerifyBenchmark` guards this).
     func decodeSeconds(forKey key: Key) throws -> Date {
         if let whole = try? decode(Int64.self, forKey: key) { return Date(timeIntervalSince1970: TimeInterval(whole)) }
         return Date(timeIntervalSince1970: try decode(Double.self, forKey: key))

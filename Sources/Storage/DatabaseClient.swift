@@ -1,6 +1,6 @@
 public import SQLKit
 
-/// A database Orchard's stores run their SQL on: one for SQLite, later one for PostgreSQL.
+/// A database Orchard's stores run their SQL on: SQLite or PostgreSQL.
 ///
 /// Every call either reads on its own or runs a whole transaction on one pinned connection; errors reaching the caller
 /// are ``Accounts/StoreError``.

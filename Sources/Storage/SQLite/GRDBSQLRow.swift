@@ -24,7 +24,7 @@ struct GRDBSQLRow: SQLRow {
     func decode<D: Decodable>(column: String, as type: D.Type) throws -> D {
         let value = try value(column)
         // The types Orchard reads, without the two dynamic casts of the general path below (a conformance lookup and a
-        // cast back to `D`), which showed in the session check's profile. Each case checks that `D` is that very type.
+        // cast back to `D`); `Benchmarks/run`'s session check guards this. Each case checks that `D` is that very type.
         switch value.storage {
         case .string(let text) where D.self == String.self:
             return unsafeBitCast(text, to: D.self)

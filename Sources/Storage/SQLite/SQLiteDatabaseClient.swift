@@ -18,8 +18,8 @@ import Glibc
 /// flight as one group, and answers each caller only once its data is durable.
 ///
 /// GRDB rather than sqlite-nio because sqlite-nio runs every statement on a blocking thread pool behind futures: three
-/// thread hand-offs per statement, which a `perf` profile showed to be a third of a session check's cost. GRDB runs a
-/// statement on the calling thread and keeps prepared statements cached. The SQL stays SQLKit's, the same for PostgreSQL.
+/// thread hand-offs per statement. GRDB runs a statement on the calling thread and keeps prepared statements cached;
+/// `Benchmarks/run`'s session check guards this. The SQL stays SQLKit's, the same for PostgreSQL.
 public final class SQLiteDatabaseClient: DatabaseClient {
     private let pool: DatabasePool
     private let reader: SQLiteReader

@@ -8,10 +8,10 @@ import Synchronization
 ///
 /// GRDB's `DatabasePool` reads on its own connections too, but each of its reads first runs `PRAGMA schema_version` (a
 /// second statement, with its own read transaction and file locks) and takes its reader through a semaphore, a
-/// dispatch group and a barrier queue: from outside, a `SELECT 1` cost a request about 20 µs of CPU that way. Orchard's
-/// schema changes only in `orchard migrate` and at start, before anything is served, and its SQL names its columns, so
-/// the schema check buys nothing here. The connections are in WAL mode: a read never waits for the writer and sees
-/// every commit made before it began. `Benchmarks/run`'s session check guards this path.
+/// dispatch group and a barrier queue. Orchard's schema changes only in `orchard migrate` and at start, before
+/// anything is served, and its SQL names its columns, so the schema check buys nothing here. The connections are in
+/// WAL mode: a read never waits for the writer and sees every commit made before it began. `Benchmarks/run`'s session
+/// check guards this path.
 final class SQLiteReader: Sendable {
     private struct Pool {
         var idle: [Int]

@@ -7,9 +7,8 @@ import SQLKit
 /// How Orchard runs one SQL statement on an SQLite connection, reads and writes alike: GRDB's cached statement, SQLKit's
 /// binds bound through the SQLite API, stepped through the SQLite API, each row's values copied into a ``GRDBSQLRow``.
 ///
-/// GRDB's own path (its `StatementArguments`, then a `Row` cursor over the statement) was about a quarter of a session
-/// check's read and 0.9 µs of each bind in profiles; `Benchmarks/run`'s session check and never-issued-nonce figures
-/// guard this.
+/// Not GRDB's own path (its `StatementArguments`, then a `Row` cursor over the statement), which costs more per bind
+/// and per row; `Benchmarks/run`'s session check and never-issued-nonce figures guard this.
 enum SQLiteStatement {
     /// Runs `sql` with `binds` on `database`, calling `onRow` for each row it returns.
     static func run(

@@ -16,8 +16,8 @@ import Synchronization
 ///
 /// A group that fails (the file locked by another process past the busy timeout, a full disk) is logged at most once
 /// per 10 s, with the count left unlogged (see ``FailureLogSpacing``): while the file stays locked, every write and every
-/// job kind's claim fails alike, and each of them made a line. The first commit after logged failures says how many
-/// groups failed.
+/// job kind's claim fails alike, and a line for each would flood the log. The first commit after logged failures says
+/// how many groups failed.
 final class SQLiteWriter: Sendable {
     private struct Queue {
         var pending: [any SQLiteGroupWrite] = []
