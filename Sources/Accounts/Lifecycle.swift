@@ -38,6 +38,7 @@ public struct Lifecycle: Sendable {
         clock: any WallClock,
         random: any RandomSource = SystemRandomSource(),
         configuration: AccountsConfiguration = AccountsConfiguration(),
+        deadlines: Deadlines = Deadlines(),
         metrics: any MetricsFactory = MetricsSystem.factory
     ) {
         let engine = JobEngine(clock: clock, metrics: metrics)
@@ -66,7 +67,7 @@ public struct Lifecycle: Sendable {
             metrics: metrics,
             wakeups: wakeups,
             engine: engine,
-            revocations: revocations(deadline: configuration.revocationWait)
+            revocations: revocations(deadline: deadlines.revocationWait)
         )
         self.engine = engine
         self.wakeups = wakeups
@@ -102,7 +103,7 @@ public struct Lifecycle: Sendable {
             wakeups: wakeups
         )
         self.outboxes = Outboxes(store: store)
-        self.revocationHandler = revocations(deadline: .seconds(10))
+        self.revocationHandler = revocations(deadline: deadlines.appleCall)
         self.notificationHandler = NotificationHandler(
             inbox: store,
             accounts: store,

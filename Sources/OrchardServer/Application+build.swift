@@ -17,6 +17,8 @@ public struct OrchardApplication: Sendable {
     public var lifecycle: Lifecycle
     /// Sign-in, sessions, sign-out and deletion.
     public var accounts: Accounts { lifecycle.accounts }
+    /// The background jobs: run as a service unless ``OrchardDependencies/jobTick`` is `nil`, when a test drives them.
+    public var jobs: JobService
 }
 
 /// The one composition root: migrates the database, wires Apple's side, the lifecycle and the HTTP routes.
@@ -38,7 +40,8 @@ public func buildApplication(
 
     let router = Router(context: OrchardRequestContext.self)
     let table = RouteTable()
-    let limiter = configuration.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.rateLimitPerMinute, clock: dependencies.clock) : nil
+    let limiter =
+        configuration.listener.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.listener.rateLimitPerMinute, clock: dependencies.clock) : nil
     if dependencies.tracesRequests {
         // Outermost, so the span covers the whole request, problem answers included; the span is named by the route
         // (`/v1/accounts/{id}`), and query values that may carry a credential are recorded as REDACTED.
@@ -60,17 +63,17 @@ public func buildApplication(
             vault: TokenVault(keys: configuration.vaultKeys),
             clock: dependencies.clock,
             random: dependencies.random,
-            lifetime: configuration.nonceLifetime
+            lifetime: configuration.lifecycle.nonceLifetime
         ),
-        redirectURI: configuration.appleRedirectURI,
+        redirectURI: configuration.webFlow.redirectURI,
         webClientID: configuration.webClientID,
-        appleBaseURL: configuration.appleBaseURL,
+        appleBaseURL: configuration.apple.baseURL,
         clock: dependencies.clock
     ).addRoutes(to: routes)
     AccountPageController(
         accounts: accounts,
-        webFlowEnabled: configuration.appleRedirectURI != nil,
-        appleBaseURL: configuration.appleBaseURL,
+        webFlowEnabled: configuration.webFlow.redirectURI != nil,
+        appleBaseURL: configuration.apple.baseURL,
         random: dependencies.random
     ).addRoutes(to: routes)
     SessionController(accounts: accounts).addRoutes(to: routes)
@@ -82,22 +85,23 @@ public func buildApplication(
             metadata: ["openapi.expected_at": "\(OpenAPIDocument.expectedLocation)"]
         )
     }
-    let metricsListener = configuration.metricsPort != nil
+    let metricsListener = configuration.listener.metricsPort != nil
     OperationsController(accounts: accounts, registry: dependencies.registry, servesMetrics: !metricsListener)
         .addRoutes(to: routes)
 
     var application = Application(
         router: router,
         server: try ServerTLS.serverBuilder(configuration),
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "orchard"),
+        configuration: .init(address: .hostname(configuration.listener.host, port: configuration.listener.port), serverName: "orchard"),
         onServerRunning: onServerRunning,
         logger: logger
     )
-    application.addServices(backgroundJobs(lifecycle: lifecycle, store: store, dependencies: dependencies))
-    if let metricsPort = configuration.metricsPort {
+    let jobs = backgroundJobs(lifecycle: lifecycle, store: store, dependencies: dependencies)
+    if dependencies.jobTick != nil { application.addServices(jobs) }
+    if let metricsPort = configuration.listener.metricsPort {
         application.addServices(
             metricsApplication(
-                host: configuration.metricsHost,
+                host: configuration.listener.metricsHost,
                 port: metricsPort,
                 registry: dependencies.registry,
                 onServerRunning: onMetricsServerRunning,
@@ -105,7 +109,7 @@ public func buildApplication(
             )
         )
     }
-    return OrchardApplication(application: application, lifecycle: lifecycle)
+    return OrchardApplication(application: application, lifecycle: lifecycle, jobs: jobs)
 }
 
 /// The middlewares that enforce `policy` on the routes registered with it: the rate limit (one ``RateLimiter``, so one
@@ -118,7 +122,7 @@ func routeMiddlewares(
 ) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
     func rateLimit(clearsWebState: Bool) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
         guard let limiter else { return [] }
-        let resolver = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        let resolver = ClientAddressResolver(trustedProxies: configuration.listener.trustedProxies)
         return [RateLimitMiddleware(limiter: limiter, resolver: resolver, metrics: dependencies.metrics, clearsWebState: clearsWebState)]
     }
     switch policy {

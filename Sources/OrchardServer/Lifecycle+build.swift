@@ -12,23 +12,29 @@ func backgroundJobs(lifecycle: Lifecycle, store: SQLAccountStore, dependencies: 
         lifecycle.revocationHandler,
         lifecycle.notificationHandler,
         lifecycle.validationHandler,
-        RetentionHandler(store: store, clock: dependencies.clock),
+        RetentionHandler(store: store, clock: dependencies.clock, windows: dependencies.configuration.lifecycle.retention),
     ]
-    if let secret = dependencies.configuration.webhookSecret {
+    if let secret = dependencies.configuration.webhooks.secret {
         handlers.append(
             WebhookHandler(
                 store: store,
                 signer: WebhookSigner(secret: secret),
-                transport: HTTPWebhookTransport(client: dependencies.httpClient, deadline: dependencies.configuration.webhookDeadline),
+                transport: HTTPWebhookTransport(client: dependencies.httpClient, deadline: dependencies.deadlines.webhookAttempt),
                 clock: dependencies.clock,
                 random: dependencies.random,
                 configuration: dependencies.configuration.accounts,
-                attemptDeadline: dependencies.configuration.webhookDeadline,
+                attemptDeadline: dependencies.deadlines.webhookAttempt,
                 metrics: dependencies.metrics
             )
         )
     }
-    return JobService(engine: lifecycle.engine, handlers: handlers, wakeups: lifecycle.wakeups, logger: dependencies.logger)
+    return JobService(
+        engine: lifecycle.engine,
+        handlers: handlers,
+        wakeups: lifecycle.wakeups,
+        tick: dependencies.jobTick ?? .seconds(1),
+        logger: dependencies.logger
+    )
 }
 
 /// Wires the lifecycle: migrates the database, then Apple's side (keys, verifier, client secrets, REST client), the
@@ -40,22 +46,22 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
     let logger = dependencies.logger
     try await Migrator(database: dependencies.database, logger: logger).migrate(random: dependencies.random)
 
-    if !configuration.isAppleProduction {
+    if !configuration.apple.isProduction {
         logger.warning(
             "APPLE_BASE_URL is not Apple's: Orchard talks to a stand-in",
-            metadata: ["apple.base_url": "\(configuration.appleBaseURL.absoluteString)"]
+            metadata: ["apple.base_url": "\(configuration.apple.baseURL.absoluteString)"]
         )
         Gauge(label: "orchard_apple_base_url_overridden", factory: dependencies.metrics).record(1)
     } else {
         Gauge(label: "orchard_apple_base_url_overridden", factory: dependencies.metrics).record(0)
     }
-    try OrchardConfiguration.checkTransport(configuration.appleBaseURL)
+    try AppleConfiguration.checkTransport(configuration.apple.baseURL)
 
     let keySet = AppleKeySet(
         source: HTTPAppleKeySource(
-            baseURL: configuration.appleBaseURL,
+            baseURL: configuration.apple.baseURL,
             httpClient: dependencies.httpClient,
-            timeout: .seconds(10),
+            timeout: dependencies.deadlines.appleKeyFetch,
             metrics: dependencies.metrics,
             logger: logger
         ),
@@ -64,22 +70,22 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
     )
     let verifier = AppleTokenVerifier(
         keys: keySet,
-        clientIDs: configuration.clientIDs,
+        clientIDs: configuration.apple.allClientIDs,
         clock: dependencies.clock,
-        leeway: configuration.clockLeeway
+        leeway: configuration.lifecycle.clockLeeway
     )
     let secrets: ClientSecretSigner
     do {
         // Each account's calls are signed by the team that owns its client id.
-        secrets = try ClientSecretSigner(teams: configuration.teams, clock: dependencies.clock)
+        secrets = try ClientSecretSigner(teams: configuration.apple.allTeams, clock: dependencies.clock)
     } catch {
         throw ConfigurationError(
-            setting: configuration.appleTeams.isEmpty ? "APPLE_PRIVATE_KEY_FILE" : "apple.teams",
+            setting: configuration.apple.teams.isEmpty ? "APPLE_PRIVATE_KEY_FILE" : "apple.teams",
             problem: "cannot be used: \(error.reason)"
         )
     }
     let client = AppleRESTClient(
-        baseURL: configuration.appleBaseURL,
+        baseURL: configuration.apple.baseURL,
         httpClient: dependencies.httpClient,
         secrets: secrets,
         metrics: dependencies.metrics,
@@ -93,6 +99,7 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
         clock: dependencies.clock,
         random: dependencies.random,
         configuration: configuration.accounts,
+        deadlines: dependencies.deadlines,
         metrics: dependencies.metrics
     )
     return (lifecycle, store)

@@ -28,6 +28,12 @@ public struct OrchardDependencies: Sendable {
     /// Whether requests get a server span each (Hummingbird's `TracingMiddleware`): `serve` sets it when it has
     /// bootstrapped an OpenTelemetry tracer, and leaves the hot paths without the middleware otherwise.
     public var tracesRequests: Bool = false
+    /// How often each background job kind looks for due work besides the wake-ups requests send: every second in
+    /// production (the contract's "picked up within 1 s"); `nil` runs no background passes at all, and a test drives
+    /// them with ``OrchardApplication/jobs`` (`JobService.runPasses()`), like the clock.
+    public var jobTick: Duration? = .seconds(1)
+    /// How long calls out may take: the contract's deadlines (a test may change them; they are no setting).
+    public var deadlines = Deadlines()
 
     /// Creates the dependencies.
     public init(

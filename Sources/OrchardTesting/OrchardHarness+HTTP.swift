@@ -174,6 +174,22 @@ extension OrchardHarness {
         try await client.signIn(user, nonceMode: nonceMode, clientID: clientID, userDetails: userDetails)
     }
 
+    /// Signs `user` in (with the first authorization's `name`, if any) and returns the session token.
+    ///
+    /// - Throws: ``HarnessError`` when the sign-in is not answered 200.
+    public func signUp(_ user: EmulatedUser, name: [String: String]? = nil) async throws -> String {
+        let response = try await signIn(user, userDetails: name.map { ["name": $0] }).response
+        guard response.status == 200, let token = (response.json["session"] as? [String: Any])?["token"] as? String else {
+            throw HarnessError("the sign-in answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
+        }
+        return token
+    }
+
+    /// How many rows `table` holds (a table name, optionally followed by a `WHERE` clause).
+    public func rowCount(_ table: String) async throws -> Int {
+        try await database.count("SELECT COUNT(*) AS n FROM \(table)")
+    }
+
     /// Every database file's bytes, after the WAL was checkpointed into the main file.
     public func databaseBytes() async throws -> [(name: String, bytes: Data)] {
         try await testDatabase.files()

@@ -19,8 +19,8 @@ extension OrchardHarness {
     ) async throws {
         try await with(
             configure: { configuration in
-                configuration.appleRedirectURI = URL(string: webRedirectURI)!
-                configuration.appleWebClientID = webClientID
+                configuration.webFlow.redirectURI = URL(string: webRedirectURI)!
+                configuration.webFlow.clientID = webClientID
                 configure(&configuration)
             },
             { harness in

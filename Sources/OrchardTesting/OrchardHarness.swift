@@ -30,6 +30,8 @@ public final class OrchardHarness: Sendable {
     public let lifecycle: Lifecycle
     /// Sign-in, sessions, sign-out and deletion, as the server uses them.
     public var accounts: Accounts { lifecycle.accounts }
+    /// The background jobs. With ``JobDriving/byTest`` nothing runs them but ``runJobs()``.
+    public let jobs: JobService
     /// The running Orchard server.
     public let server: RunningService
     /// The test's database (SQLite, or PostgreSQL with `ORCHARD_TEST_DATABASE=postgres`).
@@ -50,6 +52,7 @@ public final class OrchardHarness: Sendable {
         emulator: AppleEmulator,
         emulatorServer: RunningEmulator,
         lifecycle: Lifecycle,
+        jobs: JobService,
         server: RunningService,
         testDatabase: TestDatabase,
         http: HTTPClient,
@@ -61,6 +64,7 @@ public final class OrchardHarness: Sendable {
         self.emulator = emulator
         self.emulatorServer = emulatorServer
         self.lifecycle = lifecycle
+        self.jobs = jobs
         self.server = server
         self.testDatabase = testDatabase
         self.http = http
@@ -77,9 +81,11 @@ public final class OrchardHarness: Sendable {
     public static func with(
         configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in },
         wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 },
+        jobs: JobDriving = .background,
+        deadlines: Deadlines = Deadlines(),
         _ body: (OrchardHarness) async throws -> Void
     ) async throws {
-        let harness = try await start(configure: configure, wrapDatabase: wrapDatabase)
+        let harness = try await start(configure: configure, wrapDatabase: wrapDatabase, jobs: jobs, deadlines: deadlines)
         do {
             try await body(harness)
             try await harness.checkLogsHoldNoSecrets()
@@ -90,10 +96,13 @@ public final class OrchardHarness: Sendable {
         await harness.stop()
     }
 
-    /// Starts the emulator and Orchard, on the test database or on what `wrapDatabase` makes of it.
+    /// Starts the emulator and Orchard, on the test database or on what `wrapDatabase` makes of it, with the
+    /// contract's deadlines unless a test changes them.
     public static func start(
         configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in },
-        wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 }
+        wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 },
+        jobs: JobDriving = .background,
+        deadlines: Deadlines = Deadlines()
     ) async throws -> OrchardHarness {
         let clock = TestWallClock(Date())
         let clientKey = AppleEmulatorConfiguration.makeClientKey()
@@ -115,17 +124,17 @@ public final class OrchardHarness: Sendable {
         let testDatabase = try await TestDatabase.make(logger: logger)
 
         var configuration = OrchardConfiguration()
-        configuration.host = "127.0.0.1"
-        configuration.port = 0
-        configuration.database = testDatabase.url
+        configuration.listener.host = "127.0.0.1"
+        configuration.listener.port = 0
+        configuration.database.url = testDatabase.url
         configuration.vaultKeys = [VaultKey.generate(id: "test1")]
-        configuration.appleTeamID = "TEAMID1234"
-        configuration.appleKeyID = "KEYID12345"
-        configuration.applePrivateKeyPEM = clientKey.privateKeyPEM
-        configuration.appleClientIDs = [clientID, webClientID]
-        configuration.appleBaseURL = URL(string: emulatorServer.baseURL)!
+        configuration.apple.teamID = "TEAMID1234"
+        configuration.apple.keyID = "KEYID12345"
+        configuration.apple.privateKeyPEM = clientKey.privateKeyPEM
+        configuration.apple.clientIDs = [clientID, webClientID]
+        configuration.apple.baseURL = URL(string: emulatorServer.baseURL)!
         // Every test's requests come from 127.0.0.1: the rate limit is off unless a test turns it on (RateLimitTests).
-        configuration.rateLimitPerMinute = 0
+        configuration.listener.rateLimitPerMinute = 0
         configure(&configuration)
 
         let metrics = TestMetrics()
@@ -133,26 +142,30 @@ public final class OrchardHarness: Sendable {
         let holder = BuiltHolder()
         let registry = PrometheusCollectorRegistry()
         let server = try await RunningService.start { onServerRunning in
+            var dependencies = OrchardDependencies(
+                configuration: configuration,
+                database: database,
+                httpClient: http,
+                clock: clock,
+                registry: registry,
+                metrics: MultiplexMetricsHandler(factories: [PrometheusMetricsFactory(registry: registry), metrics]),
+                logger: logger
+            )
+            if jobs == .byTest { dependencies.jobTick = nil }
+            dependencies.deadlines = deadlines
             let built = try await buildApplication(
-                OrchardDependencies(
-                    configuration: configuration,
-                    database: database,
-                    httpClient: http,
-                    clock: clock,
-                    registry: registry,
-                    metrics: MultiplexMetricsHandler(factories: [PrometheusMetricsFactory(registry: registry), metrics]),
-                    logger: logger
-                ),
+                dependencies,
                 onServerRunning: onServerRunning
             )
-            holder.set(built.lifecycle)
+            holder.set(built.lifecycle, built.jobs)
             return built.application
         }
         return OrchardHarness(
             clock: clock,
             emulator: emulator,
             emulatorServer: emulatorServer,
-            lifecycle: holder.get()!,
+            lifecycle: holder.get()!.0,
+            jobs: holder.get()!.1,
             server: server,
             testDatabase: testDatabase,
             http: http,
@@ -168,5 +181,23 @@ public final class OrchardHarness: Sendable {
         await emulatorServer.stop()
         await testDatabase.remove()
         try? await http.shutdown()
+    }
+}
+
+/// Who runs a harness's background jobs.
+public enum JobDriving: Sendable {
+    /// The server's own loops, on wake-ups and a 1-second tick, as in production.
+    case background
+    /// Only the test, through ``OrchardHarness/runJobs()``: nothing happens behind its back, so a test can show that
+    /// nothing is due without waiting for a tick.
+    case byTest
+}
+
+extension OrchardHarness {
+    /// Drains each background job kind once, as a tick would (passes until one claims less than a full batch), and
+    /// returns how many jobs each kind claimed.
+    @discardableResult
+    public func runJobs() async -> [JobKind: Int] {
+        await jobs.runPasses()
     }
 }

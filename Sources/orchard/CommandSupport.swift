@@ -30,9 +30,9 @@ enum CommandSupport {
     /// Opens `ORCHARD_DATABASE_URL`, printing one line and exiting 2 when it cannot be used.
     static func openDatabase(_ configuration: OrchardConfiguration, logger: Logger) async -> any DatabaseClient {
         do {
-            return try await configuration.database.open(
-                poolSize: configuration.databasePoolSize,
-                caFile: configuration.databaseCAFile,
+            return try await configuration.database.url.open(
+                poolSize: configuration.database.poolSize,
+                caFile: configuration.database.caFile,
                 logger: logger
             )
         } catch {

@@ -57,20 +57,20 @@ struct Demo {
         let emulatorServer = try await emulator.start()
 
         var configuration = OrchardConfiguration()
-        configuration.database = .sqlite(path: databasePath)
+        configuration.database.url = .sqlite(path: databasePath)
         configuration.vaultKeys = [VaultKey.generate(id: "demo")]
-        configuration.appleTeamID = "DEMOTEAM01"
-        configuration.appleKeyID = "DEMOKEY001"
-        configuration.applePrivateKeyPEM = clientKey.privateKeyPEM
-        configuration.appleClientIDs = [clientID, webClientID]
-        configuration.appleWebClientID = webClientID
+        configuration.apple.teamID = "DEMOTEAM01"
+        configuration.apple.keyID = "DEMOKEY001"
+        configuration.apple.privateKeyPEM = clientKey.privateKeyPEM
+        configuration.apple.clientIDs = [clientID, webClientID]
+        configuration.webFlow.clientID = webClientID
         // The browser reaches "Apple" as localhost and Orchard as 127.0.0.1: two sites, as Apple and an app are.
-        configuration.appleBaseURL = URL(string: "http://localhost:\(emulatorServer.port)")!
+        configuration.apple.baseURL = URL(string: "http://localhost:\(emulatorServer.port)")!
         let database = try await SQLiteDatabaseClient.open(path: databasePath, logger: logger)
         let server = try await startOrchard(configuration, database: database, http: http, clock: clock, logger: logger)
 
         Console.line("Orchard demo")
-        Console.line("  Apple emulator: \(configuration.appleBaseURL.absoluteString)")
+        Console.line("  Apple emulator: \(configuration.apple.baseURL.absoluteString)")
         Console.line("  Orchard:        \(server.baseURL)")
         Console.line("  account page:   \(server.baseURL)/account")
         Console.line("  database:       \(databasePath)")
@@ -106,7 +106,7 @@ struct Demo {
             Console.line("Serving until Ctrl-C:")
             Console.line("  account page:   \(server.baseURL)/account  (open it in a browser: Sign in with Apple consents as Jane Appleseed)")
             Console.line("  Orchard:        \(server.baseURL)  (try \(server.baseURL)/openapi.yaml)")
-            Console.line("  Apple emulator: \(configuration.appleBaseURL.absoluteString)  (control API under /_emulator/)")
+            Console.line("  Apple emulator: \(configuration.apple.baseURL.absoluteString)  (control API under /_emulator/)")
             let waiter = ServiceGroup(
                 configuration: .init(
                     services: [WaitForShutdown()],
@@ -138,9 +138,9 @@ extension Demo {
         for _ in 0..<5 {
             guard let port = LoopbackPort.free() else { continue }
             var configuration = base
-            configuration.host = "127.0.0.1"
-            configuration.port = port
-            configuration.appleRedirectURI = URL(string: "http://127.0.0.1:\(port)/v1/auth/apple/callback")!
+            configuration.listener.host = "127.0.0.1"
+            configuration.listener.port = port
+            configuration.webFlow.redirectURI = URL(string: "http://127.0.0.1:\(port)/v1/auth/apple/callback")!
             let dependencies = OrchardDependencies(
                 configuration: configuration,
                 database: database,

@@ -26,13 +26,13 @@ struct DemoReceivingSide {
     /// client id.
     func configuration(clientID: String) -> OrchardConfiguration {
         var configuration = sendingConfiguration
-        configuration.database = .sqlite(path: directory.appendingPathComponent("orchard-receiving.sqlite").path)
+        configuration.database.url = .sqlite(path: directory.appendingPathComponent("orchard-receiving.sqlite").path)
         configuration.vaultKeys = [VaultKey.generate(id: "demo-b")]
-        configuration.appleTeamID = Self.teamID
-        configuration.appleKeyID = Self.keyID
-        configuration.applePrivateKeyPEM = privateKeyPEM
-        configuration.appleClientIDs = [clientID]
-        configuration.appleWebClientID = nil
+        configuration.apple.teamID = Self.teamID
+        configuration.apple.keyID = Self.keyID
+        configuration.apple.privateKeyPEM = privateKeyPEM
+        configuration.apple.clientIDs = [clientID]
+        configuration.webFlow.clientID = nil
         return configuration
     }
 }
@@ -73,7 +73,7 @@ extension DemoScript {
 
         // The receiving team's own installation: another database, another vault key, its team's key.
         let configuration = side.configuration(clientID: clientID)
-        guard case .sqlite(let path) = configuration.database else { throw DemoError("the receiving side is not on SQLite") }
+        guard case .sqlite(let path) = configuration.database.url else { throw DemoError("the receiving side is not on SQLite") }
         let receivingDatabase = try await SQLiteDatabaseClient.open(path: path, logger: logger)
         let server = try await side.demo.startOrchard(configuration, database: receivingDatabase, http: http, clock: clock, logger: logger)
         do {

@@ -73,7 +73,7 @@ struct ServeCommand: AsyncParsableCommand {
             // Last, so that a signal reaches it first (the group shuts its services down in reverse order).
             services.append(
                 .init(
-                    service: ShutdownDeadline(grace: configuration.shutdownGrace, logger: logger),
+                    service: ShutdownDeadline(grace: configuration.listener.shutdownGrace, logger: logger),
                     successTerminationBehavior: .ignore
                 )
             )
@@ -82,7 +82,7 @@ struct ServeCommand: AsyncParsableCommand {
                 gracefulShutdownSignals: [.sigterm, .sigint],
                 logger: logger
             )
-            group.maximumGracefulShutdownDuration = configuration.shutdownGrace
+            group.maximumGracefulShutdownDuration = configuration.listener.shutdownGrace
             // A backstop for a group that ends without a signal (a service failed); after a signal, ShutdownDeadline
             // exits first, with the status the contract gives.
             group.maximumCancellationDuration = ShutdownDeadline.cancellation * 2

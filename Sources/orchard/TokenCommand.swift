@@ -1,3 +1,4 @@
+import Accounts
 import AppleID
 import ArgumentParser
 import AsyncHTTPClient
@@ -73,12 +74,12 @@ struct TokenInspectCommand: AsyncParsableCommand {
         } else {
             let client = HTTPClient.makeOrchardClient()
             httpClient = client
-            source = HTTPAppleKeySource(baseURL: configuration.appleBaseURL, httpClient: client, timeout: .seconds(10), logger: logger)
+            source = HTTPAppleKeySource(baseURL: configuration.apple.baseURL, httpClient: client, timeout: .seconds(10), logger: logger)
         }
         let clock = SystemWallClock()
         let keys = AppleKeySet(source: source, clock: clock, logger: logger)
-        let audiences = audience.isEmpty ? configuration.clientIDs : audience
-        let verifier = AppleTokenVerifier(keys: keys, clientIDs: audiences, clock: clock, leeway: configuration.clockLeeway)
+        let audiences = audience.isEmpty ? configuration.apple.allClientIDs : audience
+        let verifier = AppleTokenVerifier(keys: keys, clientIDs: audiences, clock: clock, leeway: configuration.lifecycle.clockLeeway)
         let report = await verifier.inspect(
             jws,
             audiences: audiences.isEmpty ? nil : audiences,

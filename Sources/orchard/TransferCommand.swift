@@ -46,14 +46,14 @@ struct TransferCommand: AsyncParsableCommand {
         var json = false
 
         func validate() throws {
-            guard OrchardConfiguration.isTeamID(target) else {
+            guard AppleConfiguration.isTeamID(target) else {
                 throw ValidationError("--target must be the receiving team's 10-character Team ID")
             }
         }
 
         func run() async throws {
             let outcome = try await TransferCommand.withLifecycle { lifecycle, configuration, logger in
-                var clientIDs = Set(configuration.clientIDs)
+                var clientIDs = Set(configuration.apple.allClientIDs)
                 if let clientID {
                     guard clientIDs.contains(clientID) else {
                         CommandSupport.fail(ConfigurationError(setting: "--client-id", problem: "\(clientID) is not a configured client id"))
@@ -93,7 +93,7 @@ struct TransferCommand: AsyncParsableCommand {
 
         func run() async throws {
             let outcome = try await TransferCommand.withLifecycle { lifecycle, configuration, logger in
-                let lines = TransferCommand.read(file, clientIDs: Set(configuration.clientIDs))
+                let lines = TransferCommand.read(file, clientIDs: Set(configuration.apple.allClientIDs))
                 let report = ProgressReport(unit: "accounts")
                 return try await lifecycle.transfer.import(lines, logger: logger) { done, total in
                     report.update(done: done, total: total)

@@ -65,8 +65,8 @@ struct ListenerTests {
         let files = try Self.makeCertificate(in: directory)
         try await OrchardHarness.with(
             configure: {
-                $0.tlsCertificateFile = files.certificate
-                $0.tlsKeyFile = files.key
+                $0.listener.tlsCertificateFile = files.certificate
+                $0.listener.tlsKeyFile = files.key
             },
             { h in try await body(h, files.pem) }
         )
@@ -108,7 +108,7 @@ struct ListenerTests {
     func metricsListener() async throws {
         let port = try await ServeProcess.freePort()
         try await OrchardHarness.with(
-            configure: { $0.metricsPort = port },
+            configure: { $0.listener.metricsPort = port },
             { h in
                 _ = try await h.request(.POST, "/v1/auth/apple/nonce")
                 let hidden = try await h.request(.GET, "/metrics")

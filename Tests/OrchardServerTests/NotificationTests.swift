@@ -10,57 +10,15 @@ import Testing
 
 @Suite("Apple's server-to-server notifications through the HTTP API")
 struct NotificationTests {
-    static let secret = WebhookReceiver.secret(seed: "orchard-test-webhook-secret-0123")
-
-    /// Runs a harness with a webhook receiver and the given consent-revoked policy.
-    static func withHarness(
-        policy: ConsentRevokedPolicy = .signOut,
-        _ body: (OrchardHarness, WebhookReceiver) async throws -> Void
-    ) async throws {
-        let receiver = try await WebhookReceiver.start()
-        let url = URL(string: receiver.url)!
-        do {
-            try await OrchardHarness.with(
-                configure: {
-                    $0.webhookURLs = [url]
-                    $0.webhookSecret = secret
-                    $0.consentRevokedPolicy = policy
-                },
-                { h in try await body(h, receiver) }
-            )
-        } catch {
-            await receiver.stop()
-            throw error
-        }
-        await receiver.stop()
-    }
-
-    static func post(_ h: OrchardHarness, _ payload: String) async throws -> TestResponse {
-        try await h.request(.POST, "/v1/apple/notifications", json: ["payload": payload])
-    }
-
-    static func inboxRow(_ h: OrchardHarness, _ jti: String) async throws -> (sealed: String?, outcome: String?)? {
-        try await h.database.withDatabase { db in
-            guard let row = try await db.raw("SELECT sealed_event, outcome FROM notification_inbox WHERE jti = \(bind: jti)").first() else {
-                return nil
-            }
-            return (try row.decode(column: "sealed_event", as: String?.self), try row.decode(column: "outcome", as: String?.self))
-        }
-    }
-
-    static func processed(_ h: OrchardHarness, _ jti: String) async -> Bool {
-        await eventually { (try? await inboxRow(h, jti))??.outcome != nil }
-    }
-
     static func account(_ h: OrchardHarness, _ token: String) async throws -> [String: Any] {
         try #require(try await h.request(.GET, "/v1/session", bearer: token).json["account"] as? [String: Any])
     }
 
     @Test("email-disabled then email-enabled set email_forwarding, each with one webhook, sessions untouched")
     func emailForwarding() async throws {
-        try await Self.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks { h, receiver in
             let user = h.emulator.makeUser()
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             let disabled = try h.emulator.signNotification(
                 type: "email-disabled",
                 sub: user.sub,
@@ -68,10 +26,10 @@ struct NotificationTests {
                 email: user.email,
                 isPrivateEmail: true
             )
-            let response = try await Self.post(h, disabled)
+            let response = try await h.postNotification(disabled)
             #expect(response.status == 200)
             let jti = try #require(disabled.jwsClaims["jti"] as? String)
-            #expect(await Self.processed(h, jti))
+            #expect(await h.processed(jti))
             #expect(try await Self.account(h, token)["email_forwarding"] as? String == "disabled")
             #expect(await eventually { receiver.delivered.count == 1 })
             let hook = try #require(receiver.delivered.first)
@@ -79,7 +37,7 @@ struct NotificationTests {
             #expect(hook.json["email_forwarding"] as? String == "disabled")
 
             let enabled = try h.emulator.signNotification(type: "email-enabled", sub: user.sub, clientID: OrchardHarness.clientID)
-            #expect(try await Self.post(h, enabled).status == 200)
+            #expect(try await h.postNotification(enabled).status == 200)
             #expect(await eventually { (try? await Self.account(h, token)["email_forwarding"] as? String) == "enabled" })
             #expect(await eventually { receiver.delivered.count == 2 })
         }
@@ -87,14 +45,14 @@ struct NotificationTests {
 
     @Test("consent-revoked under sign-out: every session ends with apple_credential_revoked, the account stays, Apple is not called")
     func consentRevokedSignOut() async throws {
-        try await Self.withHarness(policy: .signOut) { h, receiver in
+        try await OrchardHarness.withWebhooks(policy: .signOut) { h, receiver in
             let user = h.emulator.makeUser()
-            let token = try await DeletionTests.signUp(h, user)
-            let second = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
+            let second = try await h.signUp(user)
             h.emulator.clearCalls()
             let payload = try h.emulator.signNotification(type: "consent-revoked", sub: user.sub, clientID: OrchardHarness.clientID)
-            #expect(try await Self.post(h, payload).status == 200)
-            #expect(await Self.processed(h, try #require(payload.jwsClaims["jti"] as? String)))
+            #expect(try await h.postNotification(payload).status == 200)
+            #expect(await h.processed(try #require(payload.jwsClaims["jti"] as? String)))
             for session in [token, second] {
                 let response = try await h.request(.GET, "/v1/session", bearer: session)
                 #expect(response.code == "session_revoked")
@@ -112,20 +70,20 @@ struct NotificationTests {
 
     @Test("a late notification, older than the account it names (the user signed up again), is recorded and not acted on")
     func latePredatesAccount() async throws {
-        try await Self.withHarness(policy: .delete) { h, receiver in
+        try await OrchardHarness.withWebhooks(policy: .delete) { h, receiver in
             let user = h.emulator.makeUser()
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             let jti = "late-\(UUID().uuidString)"
             let payload = try h.emulator.signNotification(
                 type: "account-delete",
                 sub: user.sub,
                 clientID: OrchardHarness.clientID,
                 jti: jti,
-                eventTime: h.clock.now().addingTimeInterval(-(h.configuration.clockLeeway.seconds + 5))
+                eventTime: h.clock.now().addingTimeInterval(-(h.configuration.lifecycle.clockLeeway.seconds + 5))
             )
-            #expect(try await Self.post(h, payload).status == 200)
-            #expect(await Self.processed(h, jti))
-            #expect(try await Self.inboxRow(h, jti)?.outcome == "predates_account")
+            #expect(try await h.postNotification(payload).status == 200)
+            #expect(await h.processed(jti))
+            #expect(try await h.inboxRow(jti)?.outcome == "predates_account")
             #expect(try await h.request(.GET, "/v1/session", bearer: token).status == 200, "the new account was touched")
             #expect(try await h.accounts.listAccounts().count == 1)
             #expect(receiver.delivered.isEmpty)
@@ -135,25 +93,26 @@ struct NotificationTests {
                 type: "account-delete",
                 sub: user.sub,
                 clientID: OrchardHarness.clientID,
-                eventTime: h.clock.now().addingTimeInterval(-(h.configuration.clockLeeway.seconds - 5))
+                eventTime: h.clock.now().addingTimeInterval(-(h.configuration.lifecycle.clockLeeway.seconds - 5))
             )
-            #expect(try await Self.post(h, onTime).status == 200)
+            #expect(try await h.postNotification(onTime).status == 200)
             #expect(await eventually { (try? await h.accounts.listAccounts())?.isEmpty == true })
         }
     }
 
     @Test("consent-revoked under delete: the account is deleted, only account.deleted is sent, Apple is not called")
     func consentRevokedDelete() async throws {
-        try await Self.withHarness(policy: .delete) { h, receiver in
+        try await OrchardHarness.withWebhooks(policy: .delete, jobs: .byTest) { h, receiver in
             let user = h.emulator.makeUser()
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             let payload = try h.emulator.signNotification(type: "consent-revoked", sub: user.sub, clientID: OrchardHarness.clientID)
-            #expect(try await Self.post(h, payload).status == 200)
-            #expect(await eventually { (try? await h.accounts.listAccounts())?.isEmpty == true })
+            #expect(try await h.postNotification(payload).status == 200)
+            let pass = await h.runJobs()
+            #expect(pass[.notifications] == 1 && pass[.webhooks] == 1)
+            #expect(try await h.accounts.listAccounts().isEmpty)
             #expect(try await h.request(.GET, "/v1/session", bearer: token)["reason"] == "account_deleted")
             #expect(h.emulator.calls(to: .revoke).isEmpty)
-            #expect(await eventually { receiver.delivered.count == 1 })
-            try await Task.sleep(for: .milliseconds(300))
+            #expect(await h.runJobs().values.allSatisfy { $0 == 0 }, "nothing more to do")
             #expect(receiver.delivered.map { $0.json["type"] as? String } == ["account.deleted"])
             #expect(receiver.delivered.first?.json["reason"] as? String == "consent_revoked")
         }
@@ -164,11 +123,11 @@ struct NotificationTests {
         arguments: ["account-delete", "account-deleted"]
     )
     func accountDelete(_ type: String) async throws {
-        try await Self.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks { h, receiver in
             let user = h.emulator.makeUser()
-            _ = try await DeletionTests.signUp(h, user)
+            _ = try await h.signUp(user)
             let payload = try h.emulator.signNotification(type: type, sub: user.sub, clientID: OrchardHarness.clientID)
-            #expect(try await Self.post(h, payload).status == 200)
+            #expect(try await h.postNotification(payload).status == 200)
             #expect(await eventually { (try? await h.accounts.listAccounts())?.isEmpty == true })
             #expect(await eventually { receiver.delivered.count == 1 })
             #expect(receiver.delivered.first?.json["reason"] as? String == "apple_account_deleted")
@@ -178,39 +137,41 @@ struct NotificationTests {
 
     @Test("the same notification three times: one effect, one webhook")
     func duplicates() async throws {
-        try await Self.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks(jobs: .byTest) { h, receiver in
             let user = h.emulator.makeUser()
-            _ = try await DeletionTests.signUp(h, user)
+            _ = try await h.signUp(user)
             let payload = try h.emulator.signNotification(type: "email-disabled", sub: user.sub, clientID: OrchardHarness.clientID)
-            for _ in 0..<3 { #expect(try await Self.post(h, payload).status == 200) }
-            #expect(await Self.processed(h, try #require(payload.jwsClaims["jti"] as? String)))
-            #expect(await eventually { receiver.delivered.count == 1 })
-            #expect(try await Self.post(h, payload).status == 200)
-            try await Task.sleep(for: .milliseconds(1500))
+            for _ in 0..<3 { #expect(try await h.postNotification(payload).status == 200) }
+            #expect(await h.runJobs()[.notifications] == 1)
+            #expect(await h.processed(try #require(payload.jwsClaims["jti"] as? String)))
+            #expect(receiver.delivered.count == 1)
+            #expect(try await h.postNotification(payload).status == 200)
+            #expect(await h.runJobs().values.allSatisfy { $0 == 0 }, "a duplicate is not acted on again")
             #expect(receiver.attempts.count == 1)
             #expect(h.counted("orchard_notifications_total", [("outcome", "stored")]) == 1)
             #expect(h.counted("orchard_notifications_total", [("outcome", "duplicate")]) == 3)
             #expect(h.counted("orchard_notifications_processed_total", [("type", "email-disabled")]) == 1)
             #expect(h.counted("orchard_webhooks_total", [("outcome", "delivered")]) == 1)
-            #expect(try await DeletionTests.count(h, "SELECT COUNT(*) AS n FROM notification_inbox") == 1)
+            #expect(try await h.database.count("SELECT COUNT(*) AS n FROM notification_inbox") == 1)
         }
     }
 
     @Test("a notification for an unknown or deleted subject is answered 200 and leaves only the inbox record")
     func unknownSubject() async throws {
-        try await Self.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks(jobs: .byTest) { h, receiver in
             let user = h.emulator.makeUser(email: "someone.deleted@example.com")
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token)["apple_revocation"] == "revoked")
             let payload = try h.emulator.signNotification(type: "consent-revoked", sub: user.sub, clientID: OrchardHarness.clientID)
-            #expect(try await Self.post(h, payload).status == 200)
+            #expect(try await h.postNotification(payload).status == 200)
             let jti = try #require(payload.jwsClaims["jti"] as? String)
-            #expect(await Self.processed(h, jti))
-            let row = try #require(try await Self.inboxRow(h, jti))
+            let pass = await h.runJobs()
+            #expect(pass[.notifications] == 1)
+            #expect(pass[.webhooks] == 1, "the deletion's webhook only")
+            let row = try #require(try await h.inboxRow(jti))
             #expect(row.sealed == nil)
             #expect(row.outcome == "unknown_subject")
-            #expect(await eventually { receiver.delivered.count == 1 })  // the deletion's webhook only
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await h.runJobs().values.allSatisfy { $0 == 0 })
             #expect(receiver.attempts.count == 1)
             for file in try await h.databaseBytes() {
                 for secret in [user.sub, "someone.deleted@example.com"] {
@@ -222,23 +183,23 @@ struct NotificationTests {
 
     @Test("an unknown type is answered 200 and recorded")
     func unknownType() async throws {
-        try await Self.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks { h, receiver in
             let user = h.emulator.makeUser()
-            _ = try await DeletionTests.signUp(h, user)
+            _ = try await h.signUp(user)
             let payload = try h.emulator.signNotification(type: "something-new", sub: user.sub, clientID: OrchardHarness.clientID)
-            #expect(try await Self.post(h, payload).status == 200)
+            #expect(try await h.postNotification(payload).status == 200)
             let jti = try #require(payload.jwsClaims["jti"] as? String)
-            #expect(await Self.processed(h, jti))
-            #expect(try await Self.inboxRow(h, jti)?.outcome == "unknown_type")
+            #expect(await h.processed(jti))
+            #expect(try await h.inboxRow(jti)?.outcome == "unknown_type")
             #expect(receiver.attempts.isEmpty)
         }
     }
 
     @Test("forged, foreign-audience, expired and malformed notifications are 400 notification_invalid with nothing stored")
     func invalid() async throws {
-        try await Self.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks { h, receiver in
             let user = h.emulator.makeUser()
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             let good = try h.emulator.signNotification(type: "consent-revoked", sub: user.sub, clientID: OrchardHarness.clientID)
             var parts = good.split(separator: ".").map(String.init)
             parts[2] = String(parts[2].reversed())
@@ -247,14 +208,14 @@ struct NotificationTests {
             let expired = try h.emulator.signNotification(type: "consent-revoked", sub: user.sub, clientID: OrchardHarness.clientID)
             h.clock.advance(by: 86_400 + 120)
             for payload in [forged, foreign, expired, "not-a-jws"] {
-                let response = try await Self.post(h, payload)
+                let response = try await h.postNotification(payload)
                 #expect(response.status == 400)
                 #expect(response.code == "notification_invalid")
             }
             let malformed = try await h.request(.POST, "/v1/apple/notifications", body: Data("{\"payload\": 5".utf8))
             #expect(malformed.code == "notification_invalid")
             #expect(try await h.request(.POST, "/v1/apple/notifications", json: ["other": "x"]).code == "notification_invalid")
-            #expect(try await DeletionTests.count(h, "SELECT COUNT(*) AS n FROM notification_inbox") == 0)
+            #expect(try await h.database.count("SELECT COUNT(*) AS n FROM notification_inbox") == 0)
             #expect(h.counted("orchard_notifications_total", [("outcome", "invalid")]) == 4)
             #expect(h.counted("orchard_notifications_total", [("outcome", "stored")]) == 0)
             h.clock.advance(by: -(86_400 + 120))

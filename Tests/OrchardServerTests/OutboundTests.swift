@@ -21,10 +21,10 @@ struct OutboundTests {
         do {
             try await OrchardHarness.with(
                 configure: {
-                    $0.webhookURLs = urls
-                    $0.webhookSecret = NotificationTests.secret
-                    $0.webhookDeadline = deadline
+                    $0.webhooks.urls = urls
+                    $0.webhooks.secret = OrchardHarness.webhookSecret
                 },
+                deadlines: Deadlines(webhookAttempt: deadline),
                 { h in try await body(h, slow, other) }
             )
         } catch {
@@ -52,7 +52,7 @@ struct OutboundTests {
             #expect(h.emulator.calls(to: .token).count == 1)
             #expect(try await h.accounts.listAccounts().isEmpty)
 
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             h.emulator.injectFailure(endpoint: .revoke, failure: .status(308), count: 1)
             let deleted = try await h.request(.DELETE, "/v1/account", bearer: token)
             #expect(deleted.status == 200)
@@ -65,7 +65,7 @@ struct OutboundTests {
     func receiverRedirect() async throws {
         try await Self.withReceivers(deadline: .seconds(10)) { h, redirecting, other in
             redirecting.setBehaviour(.redirect)
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
             #expect(await eventually { await Self.deletions(h, url: redirecting.url, status: "pending").first?.lastError == "HTTP 307" })
             #expect(redirecting.attempts.count == 1)
@@ -79,28 +79,28 @@ struct OutboundTests {
         // A long deadline: while the stalled attempt waits, later deliveries, revocations and notifications go on.
         try await Self.withReceivers(deadline: .seconds(60)) { h, stalled, other in
             stalled.setBehaviour(.stallAfterHeaders)
-            let first = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let first = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/account", bearer: first).status == 200)
             #expect(await eventually { stalled.attempts.count == 1 && other.delivered.count == 1 })
 
             // The stalled attempt is in flight; a second deletion is revoked at Apple and delivered to the other
             // receiver (a worker held by the stall would not send it for a minute).
             let user = h.emulator.makeUser()
-            let second = try await DeletionTests.signUp(h, user)
+            let second = try await h.signUp(user)
             let deleted = try await h.request(.DELETE, "/v1/account", bearer: second)
             #expect(deleted["apple_revocation"] == "revoked")
-            #expect(await eventually(timeout: 15) { other.delivered.count == 2 }, "the other receiver's delivery waited on the stall")
-            #expect(await eventually(timeout: 15) { stalled.attempts.count == 2 }, "the stalled receiver's next event waited on its stall")
+            #expect(await eventually { other.delivered.count == 2 }, "the other receiver's delivery waited on the stall")
+            #expect(await eventually { stalled.attempts.count == 2 }, "the stalled receiver's next event waited on its stall")
             #expect(await Self.deletions(h, url: stalled.url, status: "delivered").isEmpty)
             stalled.releaseStalls()
-            #expect(await eventually(timeout: 15) { await Self.deletions(h, url: stalled.url, status: "delivered").count == 2 })
+            #expect(await eventually { await Self.deletions(h, url: stalled.url, status: "delivered").count == 2 })
         }
         // A short deadline: the body never ends, yet the attempt ends at the deadline, decided by its status line.
         try await Self.withReceivers(deadline: .seconds(1)) { h, stalled, _ in
             stalled.setBehaviour(.stallAfterHeaders)
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
-            #expect(await eventually(timeout: 15) { await Self.deletions(h, url: stalled.url, status: "delivered").count == 1 })
+            #expect(await eventually { await Self.deletions(h, url: stalled.url, status: "delivered").count == 1 })
             #expect(stalled.attempts.count == 1, "a 200 status line is a delivery, not retried")
         }
     }
@@ -109,15 +109,15 @@ struct OutboundTests {
     func stallBeforeHeaders() async throws {
         try await Self.withReceivers(deadline: .seconds(1)) { h, stalled, other in
             stalled.setBehaviour(.stallBeforeHeaders)
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
-            #expect(await eventually(timeout: 15) { await Self.deletions(h, url: stalled.url, status: "pending").first?.lastError != nil })
+            #expect(await eventually { await Self.deletions(h, url: stalled.url, status: "pending").first?.lastError != nil })
             let pending = try #require(await Self.deletions(h, url: stalled.url, status: "pending").first)
             #expect(pending.lastError?.contains("DeadlineExceeded") == true, "\(pending.lastError ?? "")")
             #expect(other.delivered.count == 1)
             stalled.releaseStalls()
             h.clock.advance(by: 60)
-            #expect(await eventually(timeout: 15) { await Self.deletions(h, url: stalled.url, status: "delivered").count == 1 })
+            #expect(await eventually { await Self.deletions(h, url: stalled.url, status: "delivered").count == 1 })
         }
     }
 }

@@ -76,7 +76,7 @@ struct PrivacyInLogsTests {
             await #expect(throws: HarnessError.self) { try await h.checkLogsHoldNoSecrets() }
             h.logs.clear()
             // A stored value is caught too, ciphertext or hash, at trace level: a bound SQL value logged by a driver.
-            _ = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            _ = try await h.signUp(h.emulator.makeUser())
             try await h.checkLogsHoldNoSecrets()
             let sealed = try await h.database.withDatabase { db in
                 try await db.raw("SELECT subject_hash FROM accounts").first()?.decode(column: "subject_hash", as: String.self)

@@ -11,10 +11,10 @@ struct RateLimitTests {
     @Test("past the limit: 429 rate_limited with Retry-After, nothing stored, one budget for the four routes")
     func limitIsShared() async throws {
         try await OrchardHarness.withWebFlow(
-            configure: { $0.rateLimitPerMinute = 3 },
+            configure: { $0.listener.rateLimitPerMinute = 3 },
             { h, _ in
                 for _ in 0..<3 { #expect(try await h.request(.POST, "/v1/auth/apple/nonce").status == 201) }
-                #expect(try await RetentionTests.count(h, "nonces") == 3)
+                #expect(try await h.rowCount("nonces") == 3)
 
                 let refused = try await h.request(.POST, "/v1/auth/apple/nonce")
                 #expect(refused.status == 429)
@@ -22,11 +22,11 @@ struct RateLimitTests {
                 #expect(refused.header("Content-Type")?.hasPrefix("application/problem+json") == true)
                 // Three a minute: a token every 20 seconds.
                 #expect(refused.header("Retry-After") == "20")
-                #expect(try await RetentionTests.count(h, "nonces") == 3, "a refused request stores nothing")
+                #expect(try await h.rowCount("nonces") == 3, "a refused request stores nothing")
 
                 // The same budget covers the other three anonymous routes.
                 #expect(try await h.request(.GET, "/v1/auth/apple/authorize?return_to=/account").status == 429)
-                #expect(try await RetentionTests.count(h, "web_flow_states") == 0)
+                #expect(try await h.rowCount("web_flow_states") == 0)
                 #expect(try await h.request(.POST, "/v1/auth/apple", json: ["identity_token": "x"]).code == "rate_limited")
                 let callback = try await h.request(.POST, "/v1/auth/apple/callback", body: Data("state=x".utf8))
                 #expect(callback.code == "rate_limited")
@@ -48,7 +48,7 @@ struct RateLimitTests {
     @Test("an untrusted peer's X-Forwarded-For is ignored: a flood of forged addresses is counted as the peer")
     func forgedForwardedFor() async throws {
         try await OrchardHarness.with(
-            configure: { $0.rateLimitPerMinute = 5 },
+            configure: { $0.listener.rateLimitPerMinute = 5 },
             { h in
                 var statuses: [Int] = []
                 for index in 0..<50 {
@@ -57,7 +57,7 @@ struct RateLimitTests {
                 }
                 #expect(statuses.filter { $0 == 201 }.count == 5)
                 #expect(statuses.filter { $0 == 429 }.count == 45)
-                #expect(try await RetentionTests.count(h, "nonces") == 5)
+                #expect(try await h.rowCount("nonces") == 5)
             }
         )
     }
@@ -127,8 +127,8 @@ struct RateLimitTests {
     }
 
     @Sendable static func behindProxies(_ configuration: inout OrchardConfiguration) {
-        configuration.rateLimitPerMinute = 2
-        configuration.trustedProxies = ["127.0.0.0/8", "10.0.0.0/8"].compactMap { IPAddressRange($0) }
+        configuration.listener.rateLimitPerMinute = 2
+        configuration.listener.trustedProxies = ["127.0.0.0/8", "10.0.0.0/8"].compactMap { IPAddressRange($0) }
     }
 
     static func nonce(_ h: OrchardHarness, forwardedFor: String?) async throws -> Int {

@@ -25,15 +25,16 @@ struct RefreshValidationTests {
 
     @Test("each account is validated once per interval, and the validation moves last_validated_at on")
     func oncePerInterval() async throws {
-        try await OrchardHarness.with { h in
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+        try await OrchardHarness.with(jobs: .byTest) { h in
+            let token = try await h.signUp(h.emulator.makeUser())
             let before = try await Self.session(h, token).json["account"] as? [String: Any]
             h.clock.advance(by: 86_399)
-            try await Task.sleep(for: .milliseconds(1500))
-            #expect(Self.refreshCalls(h).isEmpty, "validated before the interval was over")
+            #expect(await h.runJobs()[.validations] == 0, "due before the interval was over")
+            #expect(Self.refreshCalls(h).isEmpty)
             h.clock.advance(by: Self.pastDue - 86_399)
-            #expect(await eventually { Self.refreshCalls(h).count == 1 })
-            try await Task.sleep(for: .milliseconds(1500))
+            #expect(await h.runJobs()[.validations] == 1)
+            #expect(Self.refreshCalls(h).count == 1)
+            #expect(await h.runJobs()[.validations] == 0, "validated twice in one interval")
             #expect(Self.refreshCalls(h).count == 1)
             #expect(Self.refreshCalls(h).first?.clientID == OrchardHarness.clientID)
             let after = try await Self.session(h, token)
@@ -41,10 +42,11 @@ struct RefreshValidationTests {
             let account = try #require(after.json["account"] as? [String: Any])
             #expect(account["last_validated_at"] as? String != before?["last_validated_at"] as? String)
             #expect(account["apple_credential"] as? String == "valid")
-            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 1 })
+            #expect(h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 1)
             h.clock.advance(by: Self.pastDue)
-            #expect(await eventually { Self.refreshCalls(h).count == 2 })
-            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 2 })
+            #expect(await h.runJobs()[.validations] == 1)
+            #expect(Self.refreshCalls(h).count == 2)
+            #expect(h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 2)
             #expect(h.counted("orchard_refresh_validations_total") == 2)
             // Each pass records the backlog left after its claim: drained here.
             #expect(h.gaugeValues("orchard_refresh_validations_due").last == 0)
@@ -55,25 +57,26 @@ struct RefreshValidationTests {
 
     @Test("revoking the app at Apple ends every session of that account, and only that account")
     func revokedAtApple() async throws {
-        try await NotificationTests.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks(jobs: .byTest) { h, receiver in
             let ada = h.emulator.makeUser()
             let bob = h.emulator.makeUser()
-            let adaPhone = try await DeletionTests.signUp(h, ada)
-            let adaLaptop = try await DeletionTests.signUp(h, ada)
-            let bobPhone = try await DeletionTests.signUp(h, bob)
+            let adaPhone = try await h.signUp(ada)
+            let adaLaptop = try await h.signUp(ada)
+            let bobPhone = try await h.signUp(bob)
             let adaID = try #require(try await Self.session(h, adaPhone).json["account"] as? [String: Any])["id"] as? String
             #expect(h.emulator.revokeGrant(sub: ada.sub) >= 1)
             h.clock.advance(by: Self.pastDue)
-            #expect(await eventually { (try? await Self.session(h, adaPhone))?.code == "session_revoked" })
+            #expect(await h.runJobs()[.validations] == 2)
             for token in [adaPhone, adaLaptop] {
                 let response = try await Self.session(h, token)
                 #expect(response.status == 401)
                 #expect(response["reason"] == "apple_credential_revoked")
             }
-            #expect(await eventually { Self.refreshCalls(h).count == 2 })
+            #expect(Self.refreshCalls(h).count == 2)
             let bobSession = try await Self.session(h, bobPhone)
             #expect(bobSession.status == 200)
             #expect((bobSession.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
+            await h.runJobs()
             #expect(await eventually { receiver.delivered.count == 1 })
             #expect(receiver.delivered.first?.json["type"] as? String == "account.credential_revoked")
             #expect(receiver.delivered.first?.json["reason"] as? String == "invalid_grant")
@@ -81,13 +84,13 @@ struct RefreshValidationTests {
             let revoked = try await h.accounts.account(id: try #require(adaID))
             #expect(revoked.appleCredential == .revoked)
 
-            // No more validations for a revoked credential; a new grant brings it back.
+            // No more validations for a revoked credential (only Bob's is due); a new grant brings it back.
             h.clock.advance(by: Self.pastDue)
-            try await Task.sleep(for: .milliseconds(1500))
+            #expect(await h.runJobs()[.validations] == 1)
             #expect(Self.refreshCalls(h).filter { $0.status == 400 }.count == 1)
             #expect(h.counted("orchard_refresh_validations_total", [("outcome", "invalid_grant")]) == 1)
             // Bob's credential was validated at each of the two intervals.
-            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 2 })
+            #expect(h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 2)
             #expect(h.counted("orchard_webhooks_total", [("outcome", "delivered")]) == 1)
             let again = try await h.signIn(ada).response
             #expect((again.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
@@ -96,24 +99,27 @@ struct RefreshValidationTests {
 
     @Test("an Apple outage keeps every session and retries; a long one never signs anyone out")
     func outage() async throws {
-        try await OrchardHarness.with { h in
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+        try await OrchardHarness.with(jobs: .byTest) { h in
+            let token = try await h.signUp(h.emulator.makeUser())
             h.emulator.injectFailure(endpoint: .token, failure: .status(503), count: 1000)
             h.clock.advance(by: Self.pastDue)
-            #expect(await eventually { Self.refreshCalls(h).count >= 1 })
+            #expect(await h.runJobs()[.validations] == 1)
+            // Retried with backoff: not due again at once, due again within the longest delay.
+            #expect(await h.runJobs()[.validations] == 0)
             for _ in 0..<3 {
                 h.clock.advance(by: 700)
-                try await Task.sleep(for: .milliseconds(1200))
+                #expect(await h.runJobs()[.validations] == 1)
             }
-            #expect(Self.refreshCalls(h).count >= 2)
+            #expect(Self.refreshCalls(h).count == 4)
             #expect(Self.refreshCalls(h).allSatisfy { $0.status == 503 })
             #expect(h.counted("orchard_refresh_validations_total", [("outcome", "unavailable")]) == Self.refreshCalls(h).count)
             #expect(h.timerValues("orchard_apple_request_duration_seconds", [("endpoint", "token"), ("outcome", "unavailable")]).count >= 2)
             #expect(try await Self.session(h, token).status == 200)
             h.emulator.clearFailures()
             h.clock.advance(by: 700)
-            #expect(await eventually { Self.refreshCalls(h).last?.status == 200 })
-            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 1 })
+            #expect(await h.runJobs()[.validations] == 1)
+            #expect(Self.refreshCalls(h).last?.status == 200)
+            #expect(h.counted("orchard_refresh_validations_total", [("outcome", "valid")]) == 1)
             #expect(try await Self.session(h, token).status == 200)
         }
     }
@@ -121,7 +127,7 @@ struct RefreshValidationTests {
     @Test("invalid_client is a configuration fault: nobody is signed out")
     func invalidClient() async throws {
         try await OrchardHarness.with { h in
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             h.emulator.injectFailure(endpoint: .token, failure: .appleError("invalid_client"), count: 1000)
             h.clock.advance(by: Self.pastDue)
             #expect(await eventually { Self.refreshCalls(h).count == 1 })
@@ -135,14 +141,15 @@ struct RefreshValidationTests {
 
     @Test("only accounts with a live session are validated")
     func onlyLiveSessions() async throws {
-        try await OrchardHarness.with { h in
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+        try await OrchardHarness.with(jobs: .byTest) { h in
+            let token = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/session", bearer: token).status == 204)
             h.clock.advance(by: Self.pastDue)
             // The due account is looked at, found without a live session, and left dormant: Apple is not called.
-            #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "dormant")]) == 1 })
+            #expect(await h.runJobs()[.validations] == 1)
+            #expect(h.counted("orchard_refresh_validations_total", [("outcome", "dormant")]) == 1)
             h.clock.advance(by: Self.pastDue)
-            try await Task.sleep(for: .milliseconds(1500))
+            #expect(await h.runJobs()[.validations] == 0, "a dormant account is not due until its next sign-in")
             #expect(Self.refreshCalls(h).isEmpty)
             #expect(h.counted("orchard_refresh_validations_total") == 1)
         }
@@ -168,7 +175,7 @@ struct RefreshValidationTests {
             for _ in 0..<12 {
                 let user = h.emulator.makeUser()
                 users.append(user)
-                _ = try await DeletionTests.signUp(h, user)
+                _ = try await h.signUp(user)
             }
             // A restarted validator (a fresh lifecycle over the same file) finds nothing due yet.
             let restarted = try await Self.extraValidator(h)
@@ -181,7 +188,6 @@ struct RefreshValidationTests {
             async let b = second.validateDue(limit: 5, logger: Logger(label: "b"))
             _ = await (a, b)
             #expect(await eventually { Self.refreshCalls(h).count == users.count })
-            try await Task.sleep(for: .milliseconds(1500))
             _ = await restarted.validateDue(limit: 64, logger: Logger(label: "a"))
             _ = await second.validateDue(limit: 64, logger: Logger(label: "b"))
             let calls = Self.refreshCalls(h)

@@ -1,3 +1,4 @@
+import Accounts
 import AppleIDEmulator
 import Foundation
 import NIOHTTP1
@@ -11,16 +12,10 @@ import Testing
 /// records of finished work on the contract's schedule.
 @Suite("Retention: nonces, web-flow states, processed notifications and delivered webhooks are removed on schedule")
 struct RetentionTests {
-    static func count(_ h: OrchardHarness, _ table: String) async throws -> Int {
-        try await h.database.withDatabase { db in
-            try await db.raw("SELECT COUNT(*) AS n FROM \(unsafeRaw: table)").first()?.decode(column: "n", as: Int.self) ?? -1
-        }
-    }
-
     @Test("nonces and web-flow states minted far past their lifetime are removed, and the tables stop growing")
     func noncesAndStates() async throws {
         try await OrchardHarness.withWebFlow(
-            configure: { $0.nonceLifetime = .seconds(30) },
+            configure: { $0.lifecycle.nonceLifetime = .seconds(30) },
             { h, _ in
                 var sizes: [Int] = []
                 for _ in 0..<3 {
@@ -28,12 +23,12 @@ struct RetentionTests {
                         _ = try await h.request(.POST, "/v1/auth/apple/nonce")
                         _ = try await h.request(.GET, "/v1/auth/apple/authorize?return_to=/account")
                     }
-                    #expect(try await Self.count(h, "nonces") >= 40)
-                    #expect(try await Self.count(h, "web_flow_states") >= 40)
+                    #expect(try await h.rowCount("nonces") >= 40)
+                    #expect(try await h.rowCount("web_flow_states") >= 40)
                     h.clock.advance(by: 31)
-                    let emptied = await eventually(timeout: 10) {
-                        let nonces = try? await Self.count(h, "nonces")
-                        let states = try? await Self.count(h, "web_flow_states")
+                    let emptied = await eventually {
+                        let nonces = try? await h.rowCount("nonces")
+                        let states = try? await h.rowCount("web_flow_states")
                         return nonces == 0 && states == 0
                     }
                     #expect(emptied, "expired nonces and states must be removed within seconds")
@@ -50,7 +45,7 @@ struct RetentionTests {
     @Test("removal keeps pace with a flood: every expired nonce and state is gone within 5 s after the last one's lifetime ends")
     func floodKeepsPace() async throws {
         try await OrchardHarness.withWebFlow(
-            configure: { $0.nonceLifetime = .seconds(2) },
+            configure: { $0.lifecycle.nonceLifetime = .seconds(2) },
             { h, _ in
                 // Eight clients issue nonces and start web flows for 4 s, while the clock moves a second per second, so
                 // rows expire all the time the flood lasts.
@@ -85,7 +80,7 @@ struct RetentionTests {
                 let start = ContinuousClock.now
                 var left = (nonces: -1, states: -1)
                 while ContinuousClock.now - start < .seconds(5) {
-                    left = (try await Self.count(h, "nonces"), try await Self.count(h, "web_flow_states"))
+                    left = (try await h.rowCount("nonces"), try await h.rowCount("web_flow_states"))
                     if left == (0, 0) { break }
                     try await Task.sleep(for: .milliseconds(100))
                 }
@@ -96,46 +91,51 @@ struct RetentionTests {
 
     @Test("a session's row goes 7 days after it ended or expired; its session_revoked answer holds until then")
     func sessionRows() async throws {
-        try await OrchardHarness.with { h in
-            let ended = try await DeletionTests.signUp(h, h.emulator.makeUser())
-            let live = try await DeletionTests.signUp(h, h.emulator.makeUser())
+        try await OrchardHarness.with(jobs: .byTest) { h in
+            let ended = try await h.signUp(h.emulator.makeUser())
+            let live = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/session", bearer: ended).status == 204)
             // Six days on, the ended session still says why.
             h.clock.advance(by: 6 * 86_400)
-            try await Task.sleep(for: .seconds(2))
+            await h.runJobs()
             #expect(try await h.request(.GET, "/v1/session", bearer: ended)["reason"] == "signed_out")
-            #expect(try await Self.count(h, "sessions") == 2)
+            #expect(try await h.rowCount("sessions") == 2)
             // Past seven days it is gone; the live session (expiring after 30 days) stays.
             h.clock.advance(by: 86_400 + 60)
-            #expect(await eventually(timeout: 10) { (try? await Self.count(h, "sessions")) == 1 })
+            await h.runJobs()
+            #expect(try await h.rowCount("sessions") == 1)
             #expect(try await h.request(.GET, "/v1/session", bearer: ended).code == "session_invalid")
             #expect(try await h.request(.GET, "/v1/session", bearer: live).status == 200)
             // An expired session goes seven days after its expiry.
             h.clock.advance(by: 30 * 86_400 + 7 * 86_400 + 60)
-            #expect(await eventually(timeout: 10) { (try? await Self.count(h, "sessions")) == 0 })
+            await h.runJobs()
+            #expect(try await h.rowCount("sessions") == 0)
         }
     }
 
     @Test("a processed notification's record goes after 30 days, a delivered webhook row after 7, a failed one stays")
     func recordsOfFinishedWork() async throws {
-        try await NotificationTests.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks(jobs: .byTest) { h, receiver in
             let user = h.emulator.makeUser()
-            _ = try await DeletionTests.signUp(h, user)
+            _ = try await h.signUp(user)
             let jti = "retained-\(UUID().uuidString)"
             let payload = try h.emulator.signNotification(type: "email-disabled", sub: user.sub, clientID: OrchardHarness.clientID, jti: jti)
-            #expect(try await NotificationTests.post(h, payload).status == 200)
-            #expect(await NotificationTests.processed(h, jti))
-            #expect(await eventually { receiver.delivered.count == 1 })
-            #expect(await eventually { (try? await Self.count(h, "webhook_outbox WHERE status = 'delivered'")) == 1 })
+            #expect(try await h.postNotification(payload).status == 200)
+            await h.runJobs()
+            #expect(try await h.inboxRow(jti)?.outcome == "processed")
+            #expect(receiver.delivered.count == 1)
+            #expect(try await h.rowCount("webhook_outbox WHERE status = 'delivered'") == 1)
 
             h.clock.advance(by: 6 * 86_400)
-            try await Task.sleep(for: .seconds(1.5))
-            #expect(try await Self.count(h, "webhook_outbox") == 1, "a delivered row stays for 7 days")
+            await h.runJobs()
+            #expect(try await h.rowCount("webhook_outbox") == 1, "a delivered row stays for 7 days")
             h.clock.advance(by: 2 * 86_400)
-            #expect(await eventually(timeout: 10) { (try? await Self.count(h, "webhook_outbox")) == 0 })
-            #expect(try await NotificationTests.inboxRow(h, jti) != nil, "a processed record stays for 30 days")
+            await h.runJobs()
+            #expect(try await h.rowCount("webhook_outbox") == 0)
+            #expect(try await h.inboxRow(jti) != nil, "a processed record stays for 30 days")
             h.clock.advance(by: 23 * 86_400)
-            #expect(await eventually(timeout: 10) { (try? await NotificationTests.inboxRow(h, jti)) == nil })
+            await h.runJobs()
+            #expect(try await h.inboxRow(jti) == nil)
         }
     }
 }

@@ -37,13 +37,13 @@ struct RouteSpellingTests {
             }
             // The empty-segment spellings reach their route and its limit; the dot segments are unknown paths.
             #expect(limited >= routes.count * 4)
-            #expect(try await RetentionTests.count(h, "nonces") == 2, "nothing stored past the budget")
-            #expect(try await RetentionTests.count(h, "web_flow_states") == 0)
+            #expect(try await h.rowCount("nonces") == 2, "nothing stored past the budget")
+            #expect(try await h.rowCount("web_flow_states") == 0)
         }
     }
 
     @Sendable static func limitOfTwo(_ configuration: inout OrchardConfiguration) {
-        configuration.rateLimitPerMinute = 2
+        configuration.listener.rateLimitPerMinute = 2
     }
 
     @Test("a cookie-authenticated DELETE from a foreign Origin is refused, and a same-site one clears the site, whatever the spelling")
@@ -60,7 +60,7 @@ struct RouteSpellingTests {
                     #expect(answer.header("Clear-Site-Data") == nil)
                 }
             }
-            #expect(try await RetentionTests.count(h, "accounts") == 1, "the account is intact")
+            #expect(try await h.rowCount("accounts") == 1, "the account is intact")
             #expect(try await browser.request(.GET, "/v1/session").status == 200, "the session is intact")
 
             let same = [("Cookie", "__Host-orchard_session=\(cookie)"), ("Origin", OrchardHarness.webSiteOrigin)]

@@ -65,7 +65,7 @@ struct SessionTests {
     @Test("no token, an unknown token, and a token past ORCHARD_SESSION_TTL are session_invalid")
     func invalidSessions() async throws {
         try await OrchardHarness.with(
-            configure: { $0.sessionTTL = .seconds(3600) },
+            configure: { $0.lifecycle.sessionTTL = .seconds(3600) },
             { h in
                 #expect(try await h.request(.GET, "/v1/session").code == "session_invalid")
                 #expect(try await h.request(.GET, "/v1/session", bearer: "unknown-token").code == "session_invalid")

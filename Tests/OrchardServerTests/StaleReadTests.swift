@@ -19,14 +19,14 @@ struct StaleReadTests {
         arguments: [ConsentRevokedPolicy.signOut, .delete]
     )
     func lateConsentRevoked(_ policy: ConsentRevokedPolicy) async throws {
-        try await NotificationTests.withHarness(policy: policy) { h, receiver in
+        try await OrchardHarness.withWebhooks(policy: policy) { h, receiver in
             let user = h.emulator.makeUser()
-            _ = try await DeletionTests.signUp(h, user)
+            _ = try await h.signUp(user)
             let firstGrant = h.clock.now()
             // The user stops using Sign in with Apple with the app, and five minutes later signs in again: a new grant.
             h.clock.advance(by: 300)
             _ = h.emulator.revokeGrant(sub: user.sub)
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             // Apple's notification about the first grant arrives after that.
             let jti = "late-\(UUID().uuidString)"
             let payload = try h.emulator.signNotification(
@@ -36,9 +36,9 @@ struct StaleReadTests {
                 jti: jti,
                 eventTime: firstGrant.addingTimeInterval(100)
             )
-            #expect(try await NotificationTests.post(h, payload).status == 200)
-            #expect(await NotificationTests.processed(h, jti))
-            #expect(try await NotificationTests.inboxRow(h, jti)?.outcome == "predates_grant")
+            #expect(try await h.postNotification(payload).status == 200)
+            #expect(await h.processed(jti))
+            #expect(try await h.inboxRow(jti)?.outcome == "predates_grant")
             let session = try await h.request(.GET, "/v1/session", bearer: token)
             #expect(session.status == 200, "the newer grant's session was ended")
             #expect((session.json["account"] as? [String: Any])?["apple_credential"] as? String == "valid")
@@ -48,7 +48,7 @@ struct StaleReadTests {
 
             // An event after the latest grant is acted on.
             let current = try h.emulator.signNotification(type: "consent-revoked", sub: user.sub, clientID: OrchardHarness.clientID)
-            #expect(try await NotificationTests.post(h, current).status == 200)
+            #expect(try await h.postNotification(current).status == 200)
             #expect(await eventually { (try? await h.request(.GET, "/v1/session", bearer: token).status) == 401 })
         }
     }
@@ -65,14 +65,14 @@ struct StaleReadTests {
             { h in
                 let gated = try #require(gate.withLock { $0 })
                 let user = h.emulator.makeUser()
-                let first = try await DeletionTests.signUp(h, user)
+                let first = try await h.signUp(user)
                 // A grant of its own for the second sign-in: revoking the first token would not end it.
                 _ = h.emulator.revokeGrant(sub: user.sub)
                 // Hold the deletion once it has read the session and its account.
                 gated.arm { $0.contains("FROM sessions s LEFT JOIN accounts a") }
                 let deletion = Task { try await h.request(.DELETE, "/v1/account", bearer: first) }
                 #expect(await eventually { gated.isHolding })
-                _ = try await DeletionTests.signUp(h, user)
+                _ = try await h.signUp(user)
                 gated.open()
                 let answer = try await deletion.value
                 #expect(answer.status == 200)
@@ -88,16 +88,16 @@ struct StaleReadTests {
 
     @Test("a validation's invalid_grant for a token a sign-in has replaced ends no session and keeps the new schedule")
     func validationOfAReplacedToken() async throws {
-        try await NotificationTests.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks { h, receiver in
             let user = h.emulator.makeUser()
-            _ = try await DeletionTests.signUp(h, user)
+            _ = try await h.signUp(user)
             _ = h.emulator.revokeGrant(sub: user.sub)
             // The validation's call to Apple waits while the user signs in again.
             h.emulator.setLatency(.seconds(3))
             h.clock.advance(by: RefreshValidationTests.pastDue)
             #expect(await eventually { RefreshValidationTests.refreshCalls(h).count == 1 })
             h.emulator.setLatency(.zero)
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "invalid_grant")]) == 1 })
             let session = try await h.request(.GET, "/v1/session", bearer: token)
             #expect(session.status == 200, "the new grant's session was ended by a verdict on the old token")

@@ -42,9 +42,9 @@ struct WebhookTests {
 
     @Test("a deletion's webhook is signed as Standard Webhooks specifies and carries no Apple subject, email or token")
     func signedAndClean() async throws {
-        try await NotificationTests.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks { h, receiver in
             let user = h.emulator.makeUser(email: "hook.user@example.com")
-            let token = try await DeletionTests.signUp(h, user)
+            let token = try await h.signUp(user)
             let accountID = try #require(try await h.accounts.listAccounts().first?.id)
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
             #expect(await eventually { receiver.delivered.count == 1 })
@@ -54,14 +54,14 @@ struct WebhookTests {
             #expect(attempt.json["reason"] as? String == "user_request")
             #expect((attempt.json["id"] as? String) == attempt.headers["webhook-id"])
             #expect(attempt.json["occurred_at"] is String)
-            #expect(attempt.headers["webhook-signature"] == Self.expectedSignature(attempt, secret: NotificationTests.secret))
+            #expect(attempt.headers["webhook-signature"] == Self.expectedSignature(attempt, secret: OrchardHarness.webhookSecret))
             let timestamp = Int(attempt.headers["webhook-timestamp"] ?? "") ?? 0
             #expect(abs(Double(timestamp) - h.clock.now().timeIntervalSince1970) < 5)
             for secret in [user.sub, "hook.user@example.com"] + h.emulator.issuedTokens(sub: user.sub) {
                 #expect(!attempt.body.contains(secret))
                 #expect(!attempt.headers.values.contains { $0.contains(secret) })
             }
-            switch try await offThePool({ try Self.referenceVerifies(attempt, secret: NotificationTests.secret) }) {
+            switch try await offThePool({ try Self.referenceVerifies(attempt, secret: OrchardHarness.webhookSecret) }) {
             case .some(let verified):
                 #expect(verified, "the standardwebhooks library refused Orchard's signature")
             case .none:
@@ -77,18 +77,20 @@ struct WebhookTests {
 
     @Test("receiver down then up: retried with backoff, delivered once it is up, signed afresh with a new timestamp")
     func downThenUp() async throws {
-        try await NotificationTests.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks(jobs: .byTest) { h, receiver in
             receiver.setDown(true)
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
-            #expect(await eventually { receiver.attempts.count == 1 })
+            #expect(await h.runJobs()[.webhooks] == 1)
+            #expect(receiver.attempts.count == 1)
             let failed = try #require(receiver.attempts.first)
             #expect(failed.answeredStatus == 503)
-            // Wait until the failure is written back (retry scheduled), then let the clock pass the backoff.
-            #expect(await eventually { (try? await h.lifecycle.outboxes.webhookDeliveries(status: "pending").first?.lastError) == "HTTP 503" })
+            #expect(try await h.lifecycle.outboxes.webhookDeliveries(status: "pending").first?.lastError == "HTTP 503")
             receiver.setDown(false)
+            #expect(await h.runJobs()[.webhooks] == 0, "retried only after the backoff")
             h.clock.advance(by: 30)
-            #expect(await eventually { receiver.delivered.count == 1 })
+            #expect(await h.runJobs()[.webhooks] == 1)
+            #expect(receiver.delivered.count == 1)
             let delivered = try #require(receiver.delivered.first)
             #expect(delivered.headers["webhook-id"] == failed.headers["webhook-id"])
             #expect(delivered.body == failed.body)
@@ -96,8 +98,8 @@ struct WebhookTests {
             let after = Int(delivered.headers["webhook-timestamp"] ?? "") ?? 0
             #expect(after >= before + 30)
             #expect(delivered.headers["webhook-signature"] != failed.headers["webhook-signature"])
-            #expect(delivered.headers["webhook-signature"] == Self.expectedSignature(delivered, secret: NotificationTests.secret))
-            try await Task.sleep(for: .seconds(1.5))
+            #expect(delivered.headers["webhook-signature"] == Self.expectedSignature(delivered, secret: OrchardHarness.webhookSecret))
+            #expect(await h.runJobs()[.webhooks] == 0, "a delivered event is not sent again")
             #expect(receiver.delivered.count == 1)
             #expect(try await h.lifecycle.outboxes.webhookDeliveries(status: "delivered").count == 1)
             #expect(h.counted("orchard_webhooks_total", [("outcome", "retry")]) == 1)
@@ -107,9 +109,9 @@ struct WebhookTests {
 
     @Test("a receiver down for three days: the delivery is marked failed and listed for operators")
     func givesUpAfterThreeDays() async throws {
-        try await NotificationTests.withHarness { h, receiver in
+        try await OrchardHarness.withWebhooks { h, receiver in
             receiver.setDown(true)
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
             #expect(await eventually { (try? await h.lifecycle.outboxes.webhookDeliveries(status: "pending").first?.lastError) == "HTTP 503" })
             h.clock.advance(by: 3 * 86_400 + 1)
@@ -125,9 +127,9 @@ struct WebhookTests {
     @Test("without ORCHARD_WEBHOOK_URLS nothing is queued")
     func noURLs() async throws {
         try await OrchardHarness.with { h in
-            let token = try await DeletionTests.signUp(h, h.emulator.makeUser())
+            let token = try await h.signUp(h.emulator.makeUser())
             #expect(try await h.request(.DELETE, "/v1/account", bearer: token).status == 200)
-            #expect(try await DeletionTests.count(h, "SELECT COUNT(*) AS n FROM webhook_outbox") == 0)
+            #expect(try await h.database.count("SELECT COUNT(*) AS n FROM webhook_outbox") == 0)
         }
     }
 

@@ -12,8 +12,7 @@ import Testing
     .enabled(if: TestDatabase.selectedBackend == .postgres, "needs the PostgreSQL pass")
 )
 struct PostgresDeadlineTests {
-    /// Runs `body` with a client of its own, on a fresh, migrated database, with a 0.5 s deadline: an operation may take
-    /// 1 s. With `statementTimeout`, the database sets it for every new session, as an operator may for Orchard's role.
+    /// Runs `body` with a client of its own, on a fresh, migrated database, with a 1 s operation deadline. With `statementTimeout`, the database sets it for every new session, as an operator may for Orchard's role.
     /// Both are removed afterwards.
     static func withClient(statementTimeout: String? = nil, _ body: (PostgresDatabaseClient) async throws -> Void) async throws {
         let database = try await TestDatabase.make(.postgres)
@@ -24,7 +23,13 @@ struct PostgresDeadlineTests {
                 try await db.raw("ALTER DATABASE \(ident: name) SET statement_timeout = \(unsafeRaw: "'" + statementTimeout + "'")").run()
             }
         }
-        let client = try PostgresDatabaseClient.open(url: url, poolSize: 3, caFile: nil, deadline: .milliseconds(500), logger: Logger(label: "test"))
+        let client = try PostgresDatabaseClient.open(
+            url: url,
+            poolSize: 3,
+            caFile: nil,
+            operationDeadline: .seconds(1),
+            logger: Logger(label: "test")
+        )
         do {
             try await body(client)
         } catch {
@@ -36,7 +41,7 @@ struct PostgresDeadlineTests {
         await database.remove()
     }
 
-    @Test("a statement past twice the deadline is storage_unavailable at once, on the same pool without it it finishes")
+    @Test("a statement past the operation deadline is storage_unavailable at once, on the same pool without it it finishes")
     func deadline() async throws {
         try await Self.withClient { client in
             let started = ContinuousClock.now

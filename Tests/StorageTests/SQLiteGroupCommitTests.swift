@@ -85,7 +85,7 @@ struct SQLiteGroupCommitTests {
                     }
                 }
             }
-            let queued = await eventually(timeout: 10) { client.commitStatistics.queued == 10 }
+            let queued = await eventually { client.commitStatistics.queued == 10 }
             #expect(queued, "the ten transactions must wait for the writer")
             open.yield()
             return try await group.reduce(into: [Int: Bool]()) { $0[$1.0] = $1.1 }

@@ -102,10 +102,11 @@ struct DatabaseOutageTests {
                     try? await Task.sleep(for: .milliseconds(100))
                 }
             }
-            try await Task.sleep(for: .seconds(1))
+            // Answers before the outage, to compare with.
+            #expect(await eventually { statuses.withLock { $0.count } >= 4 })
             let outageBegan = Date()
             try await offThePool { cluster.stop() }
-            let sawOutage = await eventually(timeout: 30) {
+            let sawOutage = await eventually {
                 (try? await client.request(.GET, "/health/ready"))?.status == 503
             }
             #expect(sawOutage)
@@ -124,10 +125,10 @@ struct DatabaseOutageTests {
             #expect(unstored.code == "storage_unavailable")
             #expect(try await client.request(.DELETE, "/v1/account", bearer: token).code == "storage_unavailable")
             // The job kinds cannot claim while the database is down (they try every second).
-            let claimsFailed = await eventually(timeout: 30) { !Self.kinds(logging: "cannot claim jobs", in: serve.logText).isEmpty }
+            let claimsFailed = await eventually { !Self.kinds(logging: "cannot claim jobs", in: serve.logText).isEmpty }
             #expect(claimsFailed, "no job kind logged a failed claim")
             try await offThePool { cluster.start() }
-            let recovered = await eventually(timeout: 60) {
+            let recovered = await eventually {
                 (try? await client.request(.GET, "/health/ready"))?.status == 200
             }
             #expect(recovered, "\(serve.logText.suffix(3000))")
@@ -139,7 +140,7 @@ struct DatabaseOutageTests {
             #expect(resent.status == 200)
             #expect(resent["status"] == "accepted")
             // Loaded runs (8 tests at once beside a release build) took over 30 s here after the restart.
-            let forwardingOff = await eventually(timeout: 90) {
+            let forwardingOff = await eventually {
                 let account = (try? await client.request(.GET, "/v1/session", bearer: token))?.json["account"] as? [String: Any]
                 return account?["email_forwarding"] as? String == "disabled"
             }
@@ -147,7 +148,7 @@ struct DatabaseOutageTests {
             // Each kind that could not claim says so once it claims again; until then, it logged its failures once and
             // then at most once per 10 s (before, once per kind per second).
             let failedKinds = Set(Self.kinds(logging: "cannot claim jobs", in: serve.logText))
-            let claimingAgain = await eventually(timeout: 30) {
+            let claimingAgain = await eventually {
                 failedKinds.isSubset(of: Self.kinds(logging: "claiming jobs again", in: serve.logText))
             }
             #expect(claimingAgain, "\(serve.logText.suffix(4000))")

@@ -21,7 +21,7 @@ extension ServeProcessTests {
         func held() -> [EmulatorCall] {
             setup.emulator.calls(to: .token).filter { $0.grantType == "refresh_token" && $0.status == nil }
         }
-        #expect(await eventually(timeout: 30) { held().count >= 16 }, "\(first.logText)")
+        #expect(await eventually { held().count >= 16 }, "\(first.logText)")
         let inFlight = held()
         await first.kill()
         setup.emulator.clearFailures()
@@ -36,7 +36,7 @@ extension ServeProcessTests {
             func retried() -> EmulatorCall? {
                 setup.emulator.calls(to: .token).first { $0.sequence > call.sequence && $0.refreshToken == token && $0.status != nil }
             }
-            #expect(await eventually(timeout: 60) { retried() != nil }, "never validated again: \(second.logText)")
+            #expect(await eventually { retried() != nil }, "never validated again: \(second.logText)")
             let gap = try #require(retried()).time.timeIntervalSince(call.time)
             #expect(gap >= 14.5 && gap <= 17.5, "validated again \(gap) s after the call the killed replica held")
         }

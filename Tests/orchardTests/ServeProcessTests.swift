@@ -73,7 +73,7 @@ struct ServeProcessTests {
             logDirectory: setup.directory.path,
             http: setup.http
         )
-        let revoked = await eventually(timeout: 30) {
+        let revoked = await eventually {
             setup.emulator.calls(to: .revoke).contains { $0.status == 200 }
         }
         #expect(revoked, "\(second.logText)")
@@ -81,7 +81,7 @@ struct ServeProcessTests {
         #expect(accepted.count == 1)
         let refreshToken = try #require(accepted.first?.token)
         #expect(setup.emulator.revocationCount(token: refreshToken).whileValid == 1)
-        try await Task.sleep(for: .seconds(1.5))
+        #expect(await setup.client(second).waitForJobPasses("revocations"))
         #expect(setup.emulator.calls(to: .revoke).filter { $0.status == 200 }.count == 1)
         #expect(await second.terminate() == 0)
         let pending = try await OrchardProcess.runInBackground(["accounts", "revocations"], environment: setup.environment)
@@ -105,7 +105,7 @@ struct ServeProcessTests {
         let deletion = try await client.request(.DELETE, "/v1/account", bearer: token)
         #expect(deletion["apple_revocation"] == "pending")
         setup.emulator.setLatency(.seconds(3))
-        let retryInFlight = await eventually(timeout: 60) {
+        let retryInFlight = await eventually {
             setup.emulator.calls(to: .revoke).count == 2 && setup.emulator.calls(to: .revoke).last?.status == nil
         }
         #expect(retryInFlight, "the background retry never reached Apple: \(serve.logText)")
@@ -124,7 +124,7 @@ struct ServeProcessTests {
 
         setup.emulator.setLatency(.zero)
         let restarted = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
-        try await Task.sleep(for: .seconds(2))
+        #expect(await setup.client(restarted).waitForJobPasses("revocations"))
         #expect(setup.emulator.calls(to: .revoke).count == 2, "the restart sent the revocation again")
         #expect(await restarted.terminate() == 0)
     }
@@ -146,7 +146,7 @@ struct ServeProcessTests {
         environment["ORCHARD_VAULT_KEYS"] = "k2:\(Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString())"
         let second = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
         var listing = ""
-        let recorded = await eventually(timeout: 30) {
+        let recorded = await eventually {
             listing = (try? await OrchardProcess.runInBackground(["accounts", "revocations"], environment: environment).standardOutput) ?? ""
             return listing.contains("vault_key_missing")
         }
@@ -220,7 +220,7 @@ struct ServeProcessTests {
         let returning = try await setup.client(third).signIn(users[0], clientID: "com.example.orchard.app").response
         #expect(returning.json["is_new_account"] as? Bool == false)
         // The queued token is opened with k2 and revoked.
-        #expect(await eventually(timeout: 30) { setup.emulator.calls(to: .revoke).contains { $0.status == 200 } }, "\(third.logText)")
+        #expect(await eventually { setup.emulator.calls(to: .revoke).contains { $0.status == 200 } }, "\(third.logText)")
         #expect(await third.terminate() == 0)
 
         var wrong = setup.environment
@@ -273,8 +273,8 @@ struct ServeProcessTests {
         // Revoked within the 5 s wait, or (on a loaded machine) queued and revoked by the running server's worker.
         let revokedInline = deleted.standardOutput.contains("apple_revocation: revoked")
         #expect(revokedInline || deleted.standardOutput.contains("apple_revocation: pending"))
-        #expect(await eventually(timeout: 30) { setup.emulator.calls(to: .revoke).contains { $0.status == 200 } })
-        let drained = await eventually(timeout: 30) {
+        #expect(await eventually { setup.emulator.calls(to: .revoke).contains { $0.status == 200 } })
+        let drained = await eventually {
             (try? await OrchardProcess.runInBackground(["accounts", "revocations"], environment: setup.environment))?.standardOutput
                 .contains("(none pending)") == true
         }
@@ -322,9 +322,9 @@ struct ServeProcessTests {
         let bobToken = try #require(
             (try await client.signIn(bob, clientID: "com.example.orchard.app").response.json["session"] as? [String: Any])?["token"] as? String
         )
-        #expect(await eventually(timeout: 20) { setup.emulator.calls(to: .token).filter { $0.grantType == "refresh_token" }.count >= 2 })
+        #expect(await eventually { setup.emulator.calls(to: .token).filter { $0.grantType == "refresh_token" }.count >= 2 })
         _ = setup.emulator.revokeGrant(sub: ada.sub)
-        let signedOut = await eventually(timeout: 20) {
+        let signedOut = await eventually {
             (try? await client.request(.GET, "/v1/session", bearer: adaToken))?["reason"] == "apple_credential_revoked"
         }
         #expect(signedOut, "\(serve.logText)")

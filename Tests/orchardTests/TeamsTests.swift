@@ -102,7 +102,7 @@ struct TeamsTests {
         let payload = try setup.emulator.signNotification(type: "account-delete", sub: user.sub, clientID: Self.appB)
         let status = try await setup.emulator.sendNotification(payload: payload, to: serve.baseURL + "/v1/apple/notifications")
         #expect(status == 200)
-        let ended = try await eventually(timeout: 60) {
+        let ended = try await eventually {
             try await client.request(.GET, "/v1/session", bearer: token).status == 401
         }
         #expect(ended, "\(serve.logText)")

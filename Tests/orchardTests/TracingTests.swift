@@ -29,7 +29,7 @@ struct TracingTests {
         let deletion = try await client.request(.DELETE, "/v1/account", bearer: token)
         #expect(deletion["apple_revocation"] == "pending")
 
-        let complete = await eventually(timeout: 60) {
+        let complete = await eventually {
             let names = Set(receiver.spans.map(\.name))
             return ["/v1/auth/apple", "/v1/account", "POST /auth/token", "job pass revocations"].allSatisfy(names.contains)
                 && receiver.spans.filter { $0.name == "POST /auth/revoke" }.count == 2

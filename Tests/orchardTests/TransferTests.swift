@@ -209,7 +209,7 @@ struct TransferTests {
         }
 
         // account.transferred, once per exchanged account, whether import or a sign-in completed it.
-        _ = await eventually(timeout: 20) {
+        _ = await eventually {
             receiver.delivered.filter { $0.json["type"] as? String == "account.transferred" }.count >= 3
         }
         let transferred = receiver.delivered.filter { $0.json["type"] as? String == "account.transferred" }
@@ -267,7 +267,7 @@ struct TransferTests {
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
             try process.run()
-            let reached = await eventually(timeout: 30) { answered() >= before + 3 }
+            let reached = await eventually { answered() >= before + 3 }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             #expect(reached)

@@ -57,13 +57,13 @@ struct BenchmarkWorld: Sendable {
         let directory = try TemporaryDirectory(prefix: "orchard-benchmark")
 
         var configuration = OrchardConfiguration()
-        configuration.database = .sqlite(path: directory.file("orchard.sqlite"))
+        configuration.database.url = .sqlite(path: directory.file("orchard.sqlite"))
         configuration.vaultKeys = [VaultKey.generate(id: "bench1")]
-        configuration.appleTeamID = "TEAMID1234"
-        configuration.appleKeyID = "KEYID12345"
-        configuration.applePrivateKeyPEM = clientKey.privateKeyPEM
-        configuration.appleClientIDs = [clientID]
-        configuration.appleBaseURL = URL(string: emulatorServer.baseURL)!
+        configuration.apple.teamID = "TEAMID1234"
+        configuration.apple.keyID = "KEYID12345"
+        configuration.apple.privateKeyPEM = clientKey.privateKeyPEM
+        configuration.apple.clientIDs = [clientID]
+        configuration.apple.baseURL = URL(string: emulatorServer.baseURL)!
         let database = try await SQLiteDatabaseClient.open(path: directory.file("orchard.sqlite"), logger: logger)
 
         func lifecycle(_ client: HTTPClient) async throws -> Lifecycle {

@@ -9,13 +9,14 @@ import Tracing
 /// A pass claims a batch in one statement (leased for the handler's ``JobHandler/leaseDuration``), performs the jobs (at most the handler's
 /// ``JobHandler/concurrency`` at once) and writes every outcome back in one batch. Claims read only due rows, so a pass
 /// costs the same however many rows are not due. Each outcome is counted in `orchard_jobs_total` (by `kind` and
-/// `outcome`); the kinds' own counters are the handlers'. The loop that runs passes (at start-up, on wake-ups, every
+/// `outcome`), and each pass in `orchard_job_passes_total` (by `kind` and `result`: `claimed`, `idle`,
+/// `claim_failed`), which shows that a kind's worker is alive; the kinds' own counters are the handlers'. The loop that runs passes (at start-up, on wake-ups, every
 /// second) is the server's `JobService`.
 ///
 /// A claim that fails (the database is down, say) is tried again on the next pass. It is logged as a warning at most
 /// once per ``claimFailureLogInterval`` and kind, with the count of failed passes left unlogged, and the first claim
-/// after a logged failure is logged at info (see ``FailureLogSpacing``): during an outage, every kind failing each
-/// second made a line per kind per second.
+/// after a logged failure is logged at info (see ``FailureLogSpacing``): during an outage every kind fails each second,
+/// and a line per kind per second would flood the log.
 public struct JobEngine: Sendable {
     /// Where claims take `now` and outcomes their time from.
     let clock: any WallClock
@@ -54,6 +55,7 @@ public struct JobEngine: Sendable {
                     metadata: ["job.kind": "\(handler.kind)", "error": "\(error)", "job.unlogged_failures": "\(unlogged)"]
                 )
             }
+            countPass(handler.kind, "claim_failed")
             return 0
         }
         if let failures = claimFailures.success(handler.kind.name) {
@@ -67,7 +69,13 @@ public struct JobEngine: Sendable {
                 await run(claimed: jobs, with: handler, logger: logger)
             }
         }
+        countPass(handler.kind, jobs.isEmpty ? "idle" : "claimed")
         return jobs.count
+    }
+
+    /// Counts a finished pass of `kind` in `orchard_job_passes_total`.
+    private func countPass(_ kind: JobKind, _ result: String) {
+        Counter(label: "orchard_job_passes_total", dimensions: [("kind", kind.name), ("result", result)], factory: metrics).increment()
     }
 
     /// Performs jobs already claimed (by ``runPass(_:limit:logger:)``, or by a request that wrote its own job with a

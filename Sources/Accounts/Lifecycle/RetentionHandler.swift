@@ -22,23 +22,14 @@ public enum RetentionTarget: String, Sendable, CaseIterable {
     case endedSessions = "ended_sessions"
     /// Sessions, 7 days after they expired.
     case expiredSessions = "expired_sessions"
-
-    /// The time before which a row of this target is removed, at `now`.
-    public func cutoff(at now: Date) -> Date {
-        switch self {
-        case .nonces, .webFlowStates: now
-        case .processedNotifications: now.addingTimeInterval(-30 * 86_400)
-        case .deliveredWebhooks, .endedSessions, .expiredSessions: now.addingTimeInterval(-7 * 86_400)
-        }
-    }
 }
 
 /// The storage the retention job needs: which targets have rows past their cutoff, and removing a bounded number.
 public protocol RetentionStore: Sendable {
-    /// The targets that have at least one row older than their cutoff at `now` (one indexed probe each).
-    func retentionTargetsDue(at now: Date) async throws -> [RetentionTarget]
-    /// Removes up to `limit` rows of `target` older than its cutoff at `now`; returns how many.
-    func purge(_ target: RetentionTarget, at now: Date, limit: Int) async throws -> Int
+    /// The targets that have at least one row older than their cutoff (one indexed probe each).
+    func retentionTargetsDue(cutoffs: [RetentionTarget: Date]) async throws -> [RetentionTarget]
+    /// Removes up to `limit` rows of `target` older than `cutoff`; returns how many.
+    func purge(_ target: RetentionTarget, before cutoff: Date, limit: Int) async throws -> Int
 }
 
 /// Keeps storage bounded whatever anonymous clients do: every second, each target with rows past its cutoff loses them
@@ -51,6 +42,7 @@ public struct RetentionHandler: JobHandler {
 
     let store: any RetentionStore
     let clock: any WallClock
+    let windows: RetentionWindows
 
     /// The kind.
     public var kind: JobKind { .retention }
@@ -61,23 +53,25 @@ public struct RetentionHandler: JobHandler {
     /// Rows removed per transaction.
     public static let rowsPerTransaction = 1_000
 
-    /// Creates the handler over its store and the clock that says what has expired.
-    public init(store: any RetentionStore, clock: any WallClock) {
+    /// Creates the handler over its store, the clock that says what has expired and how long records are kept.
+    public init(store: any RetentionStore, clock: any WallClock, windows: RetentionWindows = RetentionWindows()) {
         self.store = store
         self.clock = clock
+        self.windows = windows
     }
 
     /// The targets with rows past their cutoff.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [RetentionTarget] {
-        Array(try await store.retentionTargetsDue(at: now).prefix(limit))
+        let cutoffs = Dictionary(uniqueKeysWithValues: RetentionTarget.allCases.map { ($0, windows.cutoff($0, at: now)) })
+        return Array(try await store.retentionTargetsDue(cutoffs: cutoffs).prefix(limit))
     }
 
     /// Removes every row of the target past its cutoff, a transaction of at most ``rowsPerTransaction`` at a time.
     public func perform(_ target: RetentionTarget, logger: Logger) async throws -> JobOutcome<Int> {
-        let now = clock.now()
+        let cutoff = windows.cutoff(target, at: clock.now())
         var removed = 0
         while true {
-            let batch = try await store.purge(target, at: now, limit: Self.rowsPerTransaction)
+            let batch = try await store.purge(target, before: cutoff, limit: Self.rowsPerTransaction)
             removed += batch
             if batch < Self.rowsPerTransaction { return .done(removed) }
         }

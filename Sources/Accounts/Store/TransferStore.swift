@@ -18,11 +18,6 @@ public enum TransferState: String, Sendable, CaseIterable, Codable {
     /// Receiving side: the account was deleted after its import; only its id is kept, so that the import does not
     /// bring it back.
     case deleted
-
-    /// The states of the sending side, in the order the counts are printed.
-    public static let exportStates: [TransferState] = [.exported, .revokedBeforeTransfer, .failed]
-    /// The states of the receiving side, in the order the counts are printed.
-    public static let importStates: [TransferState] = [.imported, .exchanged, .revokedBeforeTransfer, .failed]
 }
 
 /// Which side of a transfer a row belongs to.

@@ -1,6 +1,6 @@
 import AppleID
 import Foundation
-public import Logging
+import Logging
 
 /// One line of a transfer file: what the sending team hands the receiving one for an account. Never the subject or the
 /// email.

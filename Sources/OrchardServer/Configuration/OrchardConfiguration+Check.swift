@@ -22,48 +22,51 @@ extension OrchardConfiguration {
     public var effectiveSettings: [(name: String, value: String)] {
         func seconds(_ duration: Duration) -> String { String(duration.components.seconds) }
         func list(_ values: [String]) -> String { values.isEmpty ? "(none)" : values.joined(separator: ",") }
-        let database: String =
-            switch self.database {
+        let databaseURL: String =
+            switch database.url {
             case .sqlite(let path): "sqlite:\(path)"
             case .postgres(let url): Self.redactingPassword(url)
             }
         // With apple.teams, one line per team after the single-team settings (then all "(none)").
-        let teamLines: [(name: String, value: String)] = appleTeams.enumerated().map { index, team in
+        let teamLines: [(name: String, value: String)] = apple.teams.enumerated().map { index, team in
             (
                 "apple.teams[\(index)]",
                 "team_id=\(team.teamID) key_id=\(team.keyID) private_key_file=<redacted> client_ids=\(list(team.clientIDs))"
             )
         }
         return [
-            ("ORCHARD_HOST", host),
-            ("ORCHARD_PORT", String(port)),
-            ("ORCHARD_DATABASE_URL", database),
-            ("ORCHARD_DATABASE_POOL_SIZE", String(databasePoolSize)),
-            ("ORCHARD_DATABASE_CA_FILE", databaseCAFile ?? "(system roots)"),
+            ("ORCHARD_HOST", listener.host),
+            ("ORCHARD_PORT", String(listener.port)),
+            ("ORCHARD_DATABASE_URL", databaseURL),
+            ("ORCHARD_DATABASE_POOL_SIZE", String(database.poolSize)),
+            ("ORCHARD_DATABASE_CA_FILE", database.caFile ?? "(system roots)"),
             ("ORCHARD_VAULT_KEYS", vaultKeys.isEmpty ? "(none)" : "<redacted> (key ids: \(vaultKeys.map(\.id).joined(separator: ",")))"),
-            ("APPLE_TEAM_ID", appleTeamID.isEmpty ? "(none)" : appleTeamID),
-            ("APPLE_KEY_ID", appleKeyID.isEmpty ? "(none)" : appleKeyID),
-            ("APPLE_PRIVATE_KEY_FILE", applePrivateKeyPEM.isEmpty ? "(none)" : "<redacted>"),
-            ("APPLE_CLIENT_IDS", list(appleClientIDs)),
+            ("APPLE_TEAM_ID", apple.teamID.isEmpty ? "(none)" : apple.teamID),
+            ("APPLE_KEY_ID", apple.keyID.isEmpty ? "(none)" : apple.keyID),
+            ("APPLE_PRIVATE_KEY_FILE", apple.privateKeyPEM.isEmpty ? "(none)" : "<redacted>"),
+            ("APPLE_CLIENT_IDS", list(apple.clientIDs)),
         ] + teamLines + [
-            ("APPLE_BASE_URL", appleBaseURL.absoluteString),
-            ("APPLE_REDIRECT_URI", appleRedirectURI?.absoluteString ?? "(none: web flow off)"),
-            ("ORCHARD_PUBLIC_URL", publicURL?.absoluteString ?? siteOrigin.map { "(\($0), from APPLE_REDIRECT_URI)" } ?? "(none)"),
-            ("APPLE_WEB_CLIENT_ID", appleWebClientID ?? webClientID.map { "(\($0), the first client id)" } ?? "(none)"),
-            ("ORCHARD_WEBHOOK_URLS", list(webhookURLs.map { URLRedaction.redactingCredentials($0.absoluteString) })),
-            ("ORCHARD_WEBHOOK_SECRET", webhookSecret == nil ? "(none)" : "<redacted>"),
-            ("ORCHARD_CONSENT_REVOKED_POLICY", consentRevokedPolicy.rawValue),
-            ("ORCHARD_REFRESH_VALIDATION_INTERVAL", seconds(refreshValidationInterval)),
-            ("ORCHARD_SESSION_TTL", seconds(sessionTTL)),
-            ("ORCHARD_NONCE_LIFETIME", seconds(nonceLifetime)),
-            ("ORCHARD_CLOCK_LEEWAY", seconds(clockLeeway)),
-            ("ORCHARD_SHUTDOWN_GRACE", seconds(shutdownGrace)),
-            ("ORCHARD_RATE_LIMIT_PER_MINUTE", rateLimitPerMinute == 0 ? "0 (off)" : String(rateLimitPerMinute)),
-            ("ORCHARD_TRUSTED_PROXIES", list(trustedProxies.map(\.description))),
-            ("ORCHARD_TLS_CERT_FILE", tlsCertificateFile ?? "(none: plain HTTP)"),
-            ("ORCHARD_TLS_KEY_FILE", tlsKeyFile ?? "(none)"),
-            ("ORCHARD_METRICS_HOST", metricsHost),
-            ("ORCHARD_METRICS_PORT", metricsPort.map(String.init) ?? "(none: /metrics on the public listener)"),
+            ("APPLE_BASE_URL", apple.baseURL.absoluteString),
+            ("APPLE_REDIRECT_URI", webFlow.redirectURI?.absoluteString ?? "(none: web flow off)"),
+            (
+                "ORCHARD_PUBLIC_URL",
+                webFlow.publicURL?.absoluteString ?? siteOrigin.map { "(\($0), from APPLE_REDIRECT_URI)" } ?? "(none)"
+            ),
+            ("APPLE_WEB_CLIENT_ID", webFlow.clientID ?? webClientID.map { "(\($0), the first client id)" } ?? "(none)"),
+            ("ORCHARD_WEBHOOK_URLS", list(webhooks.urls.map { URLRedaction.redactingCredentials($0.absoluteString) })),
+            ("ORCHARD_WEBHOOK_SECRET", webhooks.secret == nil ? "(none)" : "<redacted>"),
+            ("ORCHARD_CONSENT_REVOKED_POLICY", lifecycle.consentRevokedPolicy.rawValue),
+            ("ORCHARD_REFRESH_VALIDATION_INTERVAL", seconds(lifecycle.refreshValidationInterval)),
+            ("ORCHARD_SESSION_TTL", seconds(lifecycle.sessionTTL)),
+            ("ORCHARD_NONCE_LIFETIME", seconds(lifecycle.nonceLifetime)),
+            ("ORCHARD_CLOCK_LEEWAY", seconds(lifecycle.clockLeeway)),
+            ("ORCHARD_SHUTDOWN_GRACE", seconds(listener.shutdownGrace)),
+            ("ORCHARD_RATE_LIMIT_PER_MINUTE", listener.rateLimitPerMinute == 0 ? "0 (off)" : String(listener.rateLimitPerMinute)),
+            ("ORCHARD_TRUSTED_PROXIES", list(listener.trustedProxies.map(\.description))),
+            ("ORCHARD_TLS_CERT_FILE", listener.tlsCertificateFile ?? "(none: plain HTTP)"),
+            ("ORCHARD_TLS_KEY_FILE", listener.tlsKeyFile ?? "(none)"),
+            ("ORCHARD_METRICS_HOST", listener.metricsHost),
+            ("ORCHARD_METRICS_PORT", listener.metricsPort.map(String.init) ?? "(none: /metrics on the public listener)"),
             ("ORCHARD_LOG_LEVEL", logLevel.rawValue),
         ]
     }
@@ -85,16 +88,16 @@ extension OrchardConfiguration {
     ///
     /// - Throws: ``ConfigurationError`` naming the setting at fault.
     public func checkFiles() throws(ConfigurationError) {
-        for (index, team) in appleTeams.enumerated() where !team.privateKeyPEM.isEmpty {
+        for (index, team) in apple.teams.enumerated() where !team.privateKeyPEM.isEmpty {
             do {
                 _ = try ClientSecretSigner(teams: [team], clock: SystemWallClock())
             } catch {
                 throw ConfigurationError(setting: "apple.teams[\(index)].private_key_file", problem: "is not a usable P-256 private key (.p8)")
             }
         }
-        if appleTeams.isEmpty, !applePrivateKeyPEM.isEmpty {
+        if apple.teams.isEmpty, !apple.privateKeyPEM.isEmpty {
             do {
-                _ = try ClientSecretSigner(teamID: appleTeamID, keyID: appleKeyID, privateKeyPEM: applePrivateKeyPEM, clock: SystemWallClock())
+                _ = try ClientSecretSigner(teamID: apple.teamID, keyID: apple.keyID, privateKeyPEM: apple.privateKeyPEM, clock: SystemWallClock())
             } catch {
                 throw ConfigurationError(setting: "APPLE_PRIVATE_KEY_FILE", problem: "is not a usable P-256 private key (.p8)")
             }

@@ -25,7 +25,7 @@ enum ServerTLS {
         deadlines: ConnectionDeadlines = ConnectionDeadlines()
     ) throws(ConfigurationError) -> HTTPServerBuilder {
         let http1 = deadlines.http1Configuration
-        guard let certificateFile = configuration.tlsCertificateFile, let keyFile = configuration.tlsKeyFile else {
+        guard let certificateFile = configuration.listener.tlsCertificateFile, let keyFile = configuration.listener.tlsKeyFile else {
             return plainHTTP(deadlines)
         }
         let chain: [NIOSSLCertificate]

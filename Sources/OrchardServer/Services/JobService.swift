@@ -18,13 +18,28 @@ public struct JobService: Service {
     let wakeups: JobWakeups
     /// The logger; each loop adds `worker` (the kind).
     let logger: Logger
+    /// How often each loop looks for due work besides wake-ups (``OrchardDependencies/jobTick``).
+    let tick: Duration
 
-    /// Creates the service over the engine, the handlers (one per kind) and the wake-ups requests send.
-    public init(engine: JobEngine, handlers: [any JobHandler], wakeups: JobWakeups, logger: Logger) {
+    /// Creates the service over the engine, the handlers (one per kind), the wake-ups requests send and the tick.
+    public init(engine: JobEngine, handlers: [any JobHandler], wakeups: JobWakeups, tick: Duration = .seconds(1), logger: Logger) {
         self.engine = engine
         self.handlers = handlers
         self.wakeups = wakeups
+        self.tick = tick
         self.logger = logger
+    }
+
+    /// Drains each kind once, one kind after the other, as the loops would on a tick: passes until one claims less than
+    /// a full batch. Returns how many jobs each kind claimed. For tests that drive the jobs instead of a tick.
+    public func runPasses() async -> [JobKind: Int] {
+        var claimed: [JobKind: Int] = [:]
+        for handler in handlers {
+            var logger = self.logger
+            logger[metadataKey: "worker"] = "\(handler.kind)"
+            claimed[handler.kind] = await drain(handler, logger: logger)
+        }
+        return claimed
     }
 
     /// Runs every handler's loop until graceful shutdown (or cancellation).
@@ -36,12 +51,18 @@ public struct JobService: Service {
         }
     }
 
-    /// Passes until one claims less than a full batch, or graceful shutdown begins.
-    private func drain(_ handler: some JobHandler, logger: Logger) async {
-        while await engine.runPass(handler, logger: logger) >= handler.batchSize, !Task.isShuttingDownGracefully, !Task.isCancelled {}
+    /// Passes until one claims less than a full batch, or graceful shutdown begins; returns how many jobs they claimed.
+    @discardableResult
+    private func drain(_ handler: some JobHandler, logger: Logger) async -> Int {
+        var total = 0
+        while true {
+            let claimed = await engine.runPass(handler, logger: logger)
+            total += claimed
+            guard claimed >= handler.batchSize, !Task.isShuttingDownGracefully, !Task.isCancelled else { return total }
+        }
     }
 
-    /// One handler's loop: a pass at start-up, on each wake-up and on each 1-second tick (ServiceLifecycle's
+    /// One handler's loop: a pass at start-up, on each wake-up and on each tick (ServiceLifecycle's
     /// `AsyncTimerSequence`, ended by graceful shutdown). Graceful shutdown stops new passes; passes under way finish
     /// their batch and record its outcomes before the loop returns (they are not cancelled).
     private func loop(_ handler: some JobHandler) async {
@@ -55,7 +76,7 @@ public struct JobService: Service {
             await withDiscardingTaskGroup { feeders in
                 feeders.addTask {
                     signal.yield()
-                    for await _ in AsyncTimerSequence(interval: .seconds(1), clock: .continuous).cancelOnGracefulShutdown() {
+                    for await _ in AsyncTimerSequence(interval: tick, clock: .continuous).cancelOnGracefulShutdown() {
                         signal.yield()
                     }
                 }

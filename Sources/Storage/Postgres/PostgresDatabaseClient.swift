@@ -19,23 +19,23 @@ public final class PostgresDatabaseClient: DatabaseClient {
     private let client: PostgresClient
     private let runner: Task<Void, Never>
     private let logger: Logger
-    /// Half the time an operation may take (see ``bounded(_:)``); `nil` for none.
-    private let deadline: Duration?
+    /// How long one operation may take, waiting for a connection included (see ``bounded(_:)``); `nil` for none.
+    private let operationDeadline: Duration?
 
     /// Always ``DatabaseFlavor/postgres``.
     public var flavor: DatabaseFlavor { .postgres }
 
-    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, deadline: Duration?) {
+    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, operationDeadline: Duration?) {
         self.client = client
         self.runner = runner
         self.logger = logger
-        self.deadline = deadline
+        self.operationDeadline = operationDeadline
     }
 
     /// The same pool with no deadline: a migration building an index on a large table, or a replica waiting for another's
     /// migration lock, may rightly take longer than any request should. Closing either closes the pool.
     public var withoutDeadline: any DatabaseClient {
-        PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: nil)
+        PostgresDatabaseClient(client: client, runner: runner, logger: logger, operationDeadline: nil)
     }
 
     /// Connects a pool to `url` (`postgres://USER:PASS@HOST:PORT/DB?sslmode=disable|prefer|require`).
@@ -43,12 +43,13 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// - Parameters:
     ///   - poolSize: connections at most (`ORCHARD_DATABASE_POOL_SIZE`).
     ///   - caFile: CA certificates that verify the server's certificate (`ORCHARD_DATABASE_CA_FILE`).
+    ///   - operationDeadline: how long one operation may take before it fails as unavailable.
     /// - Throws: ``Accounts/StoreError`` for a URL or CA file that cannot be used.
     public static func open(
         url: String,
         poolSize: Int,
         caFile: String?,
-        deadline: Duration = .seconds(5),
+        operationDeadline: Duration = .seconds(10),
         logger: Logger
     ) throws -> PostgresDatabaseClient {
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
@@ -87,7 +88,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         driverLogger.logLevel = max(logger.logLevel, .info)
         let client = PostgresClient(configuration: configuration, backgroundLogger: driverLogger)
         let runner = Task { await client.run() }
-        return PostgresDatabaseClient(client: client, runner: runner, logger: logger, deadline: deadline)
+        return PostgresDatabaseClient(client: client, runner: runner, logger: logger, operationDeadline: operationDeadline)
     }
 
     /// The rows of a `SELECT`, on a pooled connection under the deadline.
@@ -98,7 +99,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// Runs `body` on a pooled connection. Without a deadline, it runs in a transaction of its own, so that it too lifts
     /// the `statement_timeout` a role may set (see ``transaction(_:)``).
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        if deadline == nil { return try await transaction(body) }
+        if operationDeadline == nil { return try await transaction(body) }
         // `bounded` waits for its task before returning, so `body` does not really escape.
         return try await withoutActuallyEscaping(body) { body in
             try await bounded { connection in
@@ -110,7 +111,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// Runs `body` in one transaction on one pooled connection. Without a deadline, the transaction also lifts any
     /// `statement_timeout` the server sets for Orchard's role, which is meant for requests, not migrations.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        let unbounded = deadline == nil
+        let unbounded = operationDeadline == nil
         return try await withoutActuallyEscaping(body) { body in
             try await bounded { connection in
                 try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN") { db in
@@ -130,18 +131,19 @@ public final class PostgresDatabaseClient: DatabaseClient {
         await runner.value
     }
 
-    /// Runs `work` on a pooled connection within twice the deadline, mapping connection failures to
+    /// Runs `work` on a pooled connection within the operation deadline, mapping connection failures to
     /// ``Accounts/StoreError/unavailable(_:)``.
     ///
     /// The work runs in a task of its own that a timer on an event loop cancels at the deadline, so the caller's task is
     /// never cancelled and can still answer. A waiting lease ends on cancellation; a query already sent does not (a
     /// server that stopped answering would hold the request for good), so the timer also closes the connection it runs
     /// on, which fails the query; the pool opens another. One lock orders the lease, the timer and the release (see
-    /// ``Attempt``). A task group racing the work against `Task.sleep` did the same at several times the cost: two child
-    /// tasks per statement, and a dispatch timer left pending for the whole deadline after every one.
+    /// ``Attempt``). Not a task group racing the work against `Task.sleep`: that makes two child tasks per statement
+    /// and leaves a dispatch timer pending for the whole deadline after every one. `Benchmarks/run`'s PostgreSQL
+    /// figures guard this.
     private func bounded<T: Sendable>(_ work: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = self.client
-        guard let deadline else {
+        guard let operationDeadline else {
             return try await Self.mappingUnavailability(expired: { false }, { try await client.withConnection(work) })
         }
         let attempt = Mutex(Attempt.waiting)
@@ -168,7 +170,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
                     return true
                 }
                 // Handed back to the pool only once closed, so that the pool has dropped it: handed back while closing,
-                // it went to the next request, which then failed on it. The same when the server closed it.
+                // it would go to the next request, which would fail on it. The same when the server closed it.
                 var failed: Bool {
                     guard case .failure = result else { return false }
                     return true
@@ -177,7 +179,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
                 return try result.get()
             }
         }
-        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: (deadline * 2).timeAmount) {
+        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: operationDeadline.timeAmount) {
             let connection = attempt.withLock { state -> PostgresConnection? in
                 switch state {
                 case .waiting:

@@ -16,14 +16,15 @@ extension SQLAccountStore: RetentionStore {
     }
 
     /// The targets with at least one row past its cutoff, each found by one probe of its expiry index.
-    public func retentionTargetsDue(at now: Date) async throws -> [RetentionTarget] {
+    public func retentionTargetsDue(cutoffs: [RetentionTarget: Date]) async throws -> [RetentionTarget] {
         var due: [RetentionTarget] = []
         for target in RetentionTarget.allCases {
+            guard let cutoff = cutoffs[target] else { continue }
             let table = Self.table(target)
             let rows = try await database.read(
                 """
                 SELECT \(unsafeRaw: table.key) AS key FROM \(unsafeRaw: table.name)
-                WHERE \(unsafeRaw: table.expired) \(bind: target.cutoff(at: now).milliseconds) LIMIT 1
+                WHERE \(unsafeRaw: table.expired) \(bind: cutoff.milliseconds) LIMIT 1
                 """
             )
             if !rows.isEmpty { due.append(target) }
@@ -31,15 +32,15 @@ extension SQLAccountStore: RetentionStore {
         return due
     }
 
-    /// Removes up to `limit` rows of the target past its cutoff, in one statement.
-    public func purge(_ target: RetentionTarget, at now: Date, limit: Int) async throws -> Int {
+    /// Removes up to `limit` rows of the target older than `cutoff`, in one statement.
+    public func purge(_ target: RetentionTarget, before cutoff: Date, limit: Int) async throws -> Int {
         let table = Self.table(target)
         return try await database.transaction { db in
             try await db.raw(
                 """
                 DELETE FROM \(unsafeRaw: table.name) WHERE \(unsafeRaw: table.key) IN (
                     SELECT \(unsafeRaw: table.key) FROM \(unsafeRaw: table.name)
-                    WHERE \(unsafeRaw: table.expired) \(bind: target.cutoff(at: now).milliseconds) LIMIT \(bind: limit)
+                    WHERE \(unsafeRaw: table.expired) \(bind: cutoff.milliseconds) LIMIT \(bind: limit)
                 )
                 RETURNING \(unsafeRaw: table.key) AS key
                 """

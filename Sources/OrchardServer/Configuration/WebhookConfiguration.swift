@@ -1,0 +1,23 @@
+public import Foundation
+
+/// The app's other backends told about lifecycle events, and the secret that signs the webhooks
+/// (`ORCHARD_WEBHOOK_URLS`, `ORCHARD_WEBHOOK_SECRET`).
+public struct WebhookConfiguration: Sendable {
+    /// `ORCHARD_WEBHOOK_URLS`.
+    public var urls: [URL] = []
+    /// `ORCHARD_WEBHOOK_SECRET` (`whsec_` + base64 of the key, or the key's bytes).
+    public var secret: String?
+
+    /// None.
+    public init() {}
+
+    /// Reads the webhooks' settings.
+    /// - Throws: ``ConfigurationError`` for a URL that is not one, or URLs without a secret.
+    public init(reader settings: SettingsReader) throws(ConfigurationError) {
+        urls = try settings.list("ORCHARD_WEBHOOK_URLS").map { text throws(ConfigurationError) in try settings.url("ORCHARD_WEBHOOK_URLS", text) }
+        secret = settings.text("ORCHARD_WEBHOOK_SECRET", secret: true)
+        if !urls.isEmpty, secret == nil {
+            throw ConfigurationError(setting: "ORCHARD_WEBHOOK_SECRET", problem: "is required when ORCHARD_WEBHOOK_URLS is set")
+        }
+    }
+}
