@@ -1,7 +1,7 @@
 public import AppleID
 import Crypto
 import Foundation
-public import Logging
+import Logging
 public import Metrics
 
 /// The coordinator of a user's own requests: nonces, sign-in, the session check, sign-out and the deletion a user or

@@ -1,5 +1,5 @@
 /// An `error` value from Apple's REST endpoints (`/auth/token`, `/auth/revoke`), as in Apple's `ErrorResponse`.
-public enum AppleErrorCode: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+public enum AppleErrorCode: Sendable, Equatable, Hashable, AppleSpelledValue {
     /// The request is missing a parameter, repeats one, or is otherwise malformed.
     case invalidRequest
     /// Client authentication failed: a wrong or expired client secret, or a client id Apple does not know.
@@ -39,19 +39,5 @@ public enum AppleErrorCode: Sendable, Equatable, Hashable, Codable, CustomString
         case .invalidScope: "invalid_scope"
         case .other(let value): value
         }
-    }
-
-    /// Apple's spelling.
-    public var description: String { rawValue }
-
-    /// Decodes Apple's string.
-    public init(from decoder: any Decoder) throws {
-        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
-    }
-
-    /// Encodes Apple's string.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
     }
 }

@@ -1,5 +1,5 @@
 /// The kind of change an Apple server-to-server notification reports.
-public enum AppleNotificationType: Sendable, Equatable, Hashable, Codable, CustomStringConvertible {
+public enum AppleNotificationType: Sendable, Equatable, Hashable, AppleSpelledValue {
     /// `email-enabled`: the user turned email forwarding to their private relay address back on.
     case emailEnabled
     /// `email-disabled`: the user stopped email forwarding to their private relay address.
@@ -31,19 +31,5 @@ public enum AppleNotificationType: Sendable, Equatable, Hashable, Codable, Custo
         case .accountDelete: "account-delete"
         case .unknown(let value): value
         }
-    }
-
-    /// Apple's spelling.
-    public var description: String { rawValue }
-
-    /// Decodes Apple's string.
-    public init(from decoder: any Decoder) throws {
-        self.init(rawValue: try decoder.singleValueContainer().decode(String.self))
-    }
-
-    /// Encodes Apple's string.
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
     }
 }

@@ -17,7 +17,7 @@ struct StorageOutageAnswerTests {
         let reason = "the database is unavailable: SQLite: SQLITE_BUSY (5) database is locked"
         let problem = OrchardProblem(AccountsError(.storageUnavailable, reason))
         #expect(problem.status == .serviceUnavailable)
-        #expect(problem.code == .storageUnavailable)
+        #expect(problem.code == .lifecycle(.storageUnavailable))
         #expect(problem.detail == OrchardProblem.storageUnavailableDetail)
         #expect(problem.logReason == reason)
         let body = String(decoding: try EncodedProblemBodies(capacity: 4).body(of: problem).readableBytesView, as: UTF8.self)

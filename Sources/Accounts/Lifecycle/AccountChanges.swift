@@ -67,7 +67,7 @@ public final class AccountChanges: Sendable {
         condition: ChangeCondition?,
         at now: Date
     ) async throws -> AccountChangeOutcome {
-        let outcome = try await store.apply(
+        try await apply(
             AccountChange(
                 accountID: accountID,
                 action: .setEmailForwarding(forwarding),
@@ -77,8 +77,6 @@ public final class AccountChanges: Sendable {
                 at: now
             )
         )
-        if case .applied = outcome { wakeups.notify(.webhooks) }
-        return outcome
     }
 
     /// Ends every session of an account and marks its Apple credential revoked, with `account.credential_revoked`, if
@@ -90,7 +88,7 @@ public final class AccountChanges: Sendable {
         condition: ChangeCondition?,
         at now: Date
     ) async throws -> AccountChangeOutcome {
-        let outcome = try await store.apply(
+        try await apply(
             AccountChange(
                 accountID: accountID,
                 action: .revokeCredential,
@@ -100,6 +98,11 @@ public final class AccountChanges: Sendable {
                 at: now
             )
         )
+    }
+
+    /// Applies a change that calls nobody, and wakes the webhook worker when it wrote webhooks.
+    private func apply(_ change: AccountChange) async throws -> AccountChangeOutcome {
+        let outcome = try await store.apply(change)
         if case .applied = outcome { wakeups.notify(.webhooks) }
         return outcome
     }

@@ -55,7 +55,7 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
             var problem = OrchardProblem(error)
             SessionCookie.addClearing(to: &problem.headers)
             throw problem
-        } catch var problem as OrchardProblem where problem.code == .sessionRevoked || (ends && Self.isClientFault(problem)) {
+        } catch var problem as OrchardProblem where problem.code == .lifecycle(.sessionRevoked) || (ends && Self.isClientFault(problem)) {
             SessionCookie.addClearing(to: &problem.headers)
             throw problem
         }

@@ -43,7 +43,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     public static let payloadTooLarge = OrchardProblem(.payloadTooLarge, detail: "request bodies are limited to 64 KiB")
 
     /// `404 not_found`.
-    public static let notFound = OrchardProblem(.notFound, detail: "no such endpoint")
+    public static let notFound = OrchardProblem(.lifecycle(.notFound), detail: "no such endpoint")
 
     /// `405 method_not_allowed`, listing the allowed methods.
     public static func methodNotAllowed(allowed: [HTTPRequest.Method]) -> OrchardProblem {
@@ -71,7 +71,7 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         if code == .internalError {
             self.init(code, detail: OrchardProblem.internalError.detail, extra: extra)
             logReason = error.reason
-        } else if code == .storageUnavailable {
+        } else if code == .lifecycle(.storageUnavailable) {
             self.init(code, detail: OrchardProblem.storageUnavailableDetail, extra: extra)
             logReason = error.reason
         } else {

@@ -3,83 +3,91 @@ public import HTTPTypes
 
 /// Every machine `code` a client can see in a problem-details answer, with its HTTP status and title: the one table
 /// from codes to statuses (house style rule 17). Every switch here names every case, so a new code does not compile
-/// until it has a status and a title.
-public enum ProblemCode: String, Sendable, CaseIterable {
-    // The lifecycle's (``Accounts/AccountsError/Code``).
-    case invalidRequest = "invalid_request"
-    case identityTokenMalformed = "identity_token_malformed"
-    case identityTokenSignature = "identity_token_signature"
-    case identityTokenIssuer = "identity_token_issuer"
-    case identityTokenAudience = "identity_token_audience"
-    case identityTokenExpired = "identity_token_expired"
-    case nonceMissing = "nonce_missing"
-    case nonceMismatch = "nonce_mismatch"
-    case nonceReused = "nonce_reused"
-    case authorizationCodeRejected = "authorization_code_rejected"
-    case subjectMismatch = "subject_mismatch"
-    case appleClientRejected = "apple_client_rejected"
-    case appleUnavailable = "apple_unavailable"
-    case storageUnavailable = "storage_unavailable"
-    case sessionInvalid = "session_invalid"
-    case sessionRevoked = "session_revoked"
-    case notFound = "not_found"
-    case notificationInvalid = "notification_invalid"
-    case stateInvalid = "state_invalid"
-    case internalError = "internal_error"
-    // The server's own.
-    case payloadTooLarge = "payload_too_large"
-    case methodNotAllowed = "method_not_allowed"
-    case rateLimited = "rate_limited"
-    case csrfRejected = "csrf_rejected"
-    case webFlowDisabled = "web_flow_disabled"
+/// until it has a status and a title. The lifecycle's codes are ``Accounts/AccountsError/Code``'s,
+/// named once there.
+public enum ProblemCode: Sendable, Hashable, CaseIterable {
+    /// A lifecycle failure's code, under its own name.
+    case lifecycle(AccountsError.Code)
+    /// A body past the server's limit.
+    case payloadTooLarge
+    /// A method the path does not answer.
+    case methodNotAllowed
+    /// Past the client's request budget.
+    case rateLimited
+    /// A cookie-authenticated request from another site.
+    case csrfRejected
+    /// A web-flow route while the web flow is not configured.
+    case webFlowDisabled
+
+    /// Every code: the lifecycle's, then the server's own.
+    public static var allCases: [ProblemCode] {
+        AccountsError.Code.allCases.map(ProblemCode.lifecycle) + [.payloadTooLarge, .methodNotAllowed, .rateLimited, .csrfRejected, .webFlowDisabled]
+    }
+
+    /// The code a client sees.
+    public var rawValue: String {
+        switch self {
+        case .lifecycle(let code): code.rawValue
+        case .payloadTooLarge: "payload_too_large"
+        case .methodNotAllowed: "method_not_allowed"
+        case .rateLimited: "rate_limited"
+        case .csrfRejected: "csrf_rejected"
+        case .webFlowDisabled: "web_flow_disabled"
+        }
+    }
 
     /// The code a lifecycle failure is answered with.
     public init(_ code: AccountsError.Code) {
-        self =
-            switch code {
-            case .invalidRequest: .invalidRequest
-            case .identityTokenMalformed: .identityTokenMalformed
-            case .identityTokenSignature: .identityTokenSignature
-            case .identityTokenIssuer: .identityTokenIssuer
-            case .identityTokenAudience: .identityTokenAudience
-            case .identityTokenExpired: .identityTokenExpired
-            case .nonceMissing: .nonceMissing
-            case .nonceMismatch: .nonceMismatch
-            case .nonceReused: .nonceReused
-            case .authorizationCodeRejected: .authorizationCodeRejected
-            case .subjectMismatch: .subjectMismatch
-            case .appleClientRejected: .appleClientRejected
-            case .appleUnavailable: .appleUnavailable
-            case .storageUnavailable: .storageUnavailable
-            case .sessionInvalid: .sessionInvalid
-            case .sessionRevoked: .sessionRevoked
-            case .notFound: .notFound
-            case .notificationInvalid: .notificationInvalid
-            case .stateInvalid: .stateInvalid
-            case .internalError: .internalError
-            }
+        self = .lifecycle(code)
     }
+
+    /// The lifecycle's `invalid_request`.
+    public static let invalidRequest = ProblemCode.lifecycle(.invalidRequest)
+    /// The lifecycle's `internal_error`.
+    public static let internalError = ProblemCode.lifecycle(.internalError)
 
     /// The HTTP status it is answered with (the contract's "Failures and their codes").
     public var status: HTTPResponse.Status {
+        switch self {
+        case .lifecycle(let code): code.status
+        case .csrfRejected: .forbidden
+        case .webFlowDisabled: .notFound
+        case .methodNotAllowed: .methodNotAllowed
+        case .payloadTooLarge: .contentTooLarge
+        case .rateLimited: .tooManyRequests
+        }
+    }
+
+    /// A short, fixed summary of the code (RFC 9457's `title`).
+    public var title: String {
+        switch self {
+        case .lifecycle(let code): code.title
+        case .payloadTooLarge: "Payload too large"
+        case .methodNotAllowed: "Method not allowed"
+        case .rateLimited: "Rate limited"
+        case .csrfRejected: "Cross-site request rejected"
+        case .webFlowDisabled: "Web flow disabled"
+        }
+    }
+}
+
+extension AccountsError.Code {
+    /// The HTTP status a lifecycle failure is answered with.
+    var status: HTTPResponse.Status {
         switch self {
         case .invalidRequest, .notificationInvalid, .stateInvalid: .badRequest
         case .identityTokenMalformed, .identityTokenSignature, .identityTokenIssuer, .identityTokenAudience, .identityTokenExpired,
             .nonceMissing, .nonceMismatch, .nonceReused, .authorizationCodeRejected, .subjectMismatch, .sessionInvalid, .sessionRevoked:
             .unauthorized
-        case .csrfRejected: .forbidden
-        case .notFound, .webFlowDisabled: .notFound
-        case .methodNotAllowed: .methodNotAllowed
-        case .payloadTooLarge: .contentTooLarge
-        case .rateLimited: .tooManyRequests
+        case .notFound: .notFound
         case .internalError: .internalServerError
         case .appleClientRejected: .badGateway
         case .appleUnavailable, .storageUnavailable: .serviceUnavailable
         }
     }
 
-    /// A short, fixed summary of the code (RFC 9457's `title`).
-    public var title: String {
+    /// Its RFC 9457 `title`.
+    var title: String {
         switch self {
         case .invalidRequest: "Invalid request"
         case .identityTokenMalformed: "Identity token malformed"
@@ -101,11 +109,6 @@ public enum ProblemCode: String, Sendable, CaseIterable {
         case .notificationInvalid: "Notification invalid"
         case .stateInvalid: "State invalid"
         case .internalError: "Internal error"
-        case .payloadTooLarge: "Payload too large"
-        case .methodNotAllowed: "Method not allowed"
-        case .rateLimited: "Rate limited"
-        case .csrfRejected: "Cross-site request rejected"
-        case .webFlowDisabled: "Web flow disabled"
         }
     }
 }

@@ -26,7 +26,7 @@ public final class ProblemLog: Sendable {
     /// Logs the problem's reason when it has one to log (see the type's documentation).
     public func record(_ problem: OrchardProblem, logger: Logger) {
         guard let reason = problem.logReason else { return }
-        guard problem.code == .storageUnavailable else {
+        guard problem.code == .lifecycle(.storageUnavailable) else {
             logger.error("internal error", metadata: ["error.reason": "\(reason)"])
             return
         }
