@@ -12,7 +12,7 @@ public struct OrchardDependencies: Sendable {
     public var configuration: OrchardConfiguration
     /// The database.
     public var database: any DatabaseClient
-    /// The one shared HTTP client (to Apple, and to webhooks later).
+    /// The one shared HTTP client (to Apple and to webhook receivers).
     public var httpClient: HTTPClient
     /// The wall clock.
     public var clock: any WallClock

@@ -6,7 +6,7 @@ import Storage
 
 extension OrchardHarness {
     /// The logger a harness hands Orchard: everything from trace up is kept in `memory`, and info and up is also
-    /// printed, as a test run's output always showed it.
+    /// printed to the test run's output.
     static func makeLogger(keepingIn memory: InMemoryLogHandler) -> Logger {
         var kept = memory
         kept.logLevel = .trace

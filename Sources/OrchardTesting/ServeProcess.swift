@@ -27,7 +27,7 @@ public final class ServeProcess: @unchecked Sendable {
 
     /// A free loopback port below the kernel's ephemeral range, so that a test which kills serve and starts it again on
     /// the same port cannot find it taken meanwhile by the local end of some outgoing connection (which the kernel picks
-    /// from the ephemeral range: a soak run failed once with "Address already in use" that way).
+    /// from the ephemeral range), and fail with "Address already in use".
     public static func freePort() async throws -> Int {
         let ephemeralStart =
             (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8))

@@ -71,7 +71,7 @@ public final class TestDatabase: Sendable {
             await adminClient.close()
             let url = Self.replacingDatabase(in: admin, with: name)
             // Tests are not about PostgreSQL's deadline (DatabaseOutageTests stops a cluster for that): on a loaded
-            // machine (8 tests at once beside a release build) a query waited past the 5 s default and a sign-in failed.
+            // machine (8 tests at once beside a release build) a query can wait past the 5 s default and fail a sign-in.
             let client = try PostgresDatabaseClient.open(url: url, poolSize: 10, caFile: nil, operationDeadline: .seconds(60), logger: logger)
             return TestDatabase(backend: .postgres, client: client, url: .postgres(url: url), directory: directory, postgresName: name)
         }

@@ -28,7 +28,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         // Swift concurrency runs on NIO's event loops, the threads that already read and write the sockets: a request's
         // handler then runs where its bytes arrived, instead of two thread hand-offs per request (event loop → the
-        // concurrency pool → event loop), which were a third of a session check's CPU. Nothing in serve blocks a
+        // concurrency pool → event loop); `Benchmarks/run`'s `GET /v1/session` guards this. Nothing in serve blocks a
         // thread for long: SQLite reads are microseconds, and commits (the fsync) run on the writer's own queue.
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
         let configuration = try await CommandSupport.loadConfiguration(needs: .all)

@@ -5,9 +5,9 @@ import ServiceLifecycle
 
 /// Ends `serve` when its graceful shutdown cannot. It is told of a SIGTERM or SIGINT before every other service and
 /// gives the rest ORCHARD_SHUTDOWN_GRACE plus ``cancellation`` to finish; past that it logs an error and exits 0, as the
-/// contract's shutdown says. Without it, a task that ignores cancellation kept serve from exiting: a query sent to a
-/// PostgreSQL server that stopped answering, which PostgresNIO cannot take back, held serve until `ServiceGroup`'s own
-/// limit crashed it.
+/// contract's shutdown says. Without it, a task that ignores cancellation keeps serve from exiting: a query sent to a
+/// PostgreSQL server that stopped answering, which PostgresNIO cannot take back, holds serve until `ServiceGroup`'s own
+/// limit crashes it.
 struct ShutdownDeadline: Service {
     /// How long after the grace the cancelled tasks and the database's closing may take.
     static let cancellation = Duration.seconds(5)

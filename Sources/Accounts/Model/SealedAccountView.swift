@@ -3,7 +3,8 @@ public import Foundation
 /// What an ``AccountView`` is opened from: the account's shown fields as stored, the personal ones sealed.
 ///
 /// The session check reads only these, not the whole ``AccountRecord``: Apple's sealed tokens, the longest values of
-/// the row, are never shown, and copying them out of the database on every session check was wasted work.
+/// the row, are never shown, so the session check does not copy them out of the database (`Benchmarks/run`'s
+/// `GET /v1/session` guards this).
 public struct SealedAccountView: Sendable, Equatable {
     /// Orchard's account id.
     public var id: String

@@ -80,8 +80,8 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
     }
 
     /// The body: RFC 9457's members, Orchard's `code`, and the problem's extra members (strings). One keyed container
-    /// rather than a dictionary of values: JSONEncoder wraps each dictionary value generically, and the dictionary form
-    /// cost a refused sign-in about 5 µs of the answer's encoding under load.
+    /// rather than a dictionary of values: JSONEncoder wraps each dictionary value generically (`Benchmarks/run`'s
+    /// `POST /v1/auth/apple, nonce 401` guards this).
     private struct Body: Encodable {
         let problem: OrchardProblem
 
@@ -109,8 +109,8 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
         static let fixed: Set<String> = ["type", "title", "detail", "code", "status"]
     }
 
-    /// Encodes problem bodies (keys sorted). Foundation's `JSONSerialization` took a fifth of the CPU of an answered
-    /// `401` under load (it bridges every key through `NSString` to sort it); `JSONEncoder` does not.
+    /// Encodes problem bodies (keys sorted). `JSONEncoder`, not Foundation's `JSONSerialization`, which bridges every
+    /// key through `NSString` to sort it (`Benchmarks/run`'s `POST /v1/auth/apple, nonce 401` guards this).
     private static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -139,9 +139,9 @@ public struct OrchardProblem: Error, HTTPResponseError, Sendable {
 
 /// Problem bodies already encoded, by everything a body holds.
 ///
-/// A refused request's answer is one of a few dozen (a code, its title and a detail from a fixed set, mostly), and
-/// encoding it anew was about 2 µs of a refused sign-in's 75 under load. Bounded: a detail can quote a request's value
-/// (an `alg`, an `aud`), so when the memo is full it starts over rather than grow.
+/// A refused request's answer is one of a few dozen (a code, its title and a detail from a fixed set, mostly), so it
+/// is encoded once, not anew per answer (`Benchmarks/run`'s `POST /v1/auth/apple, nonce 401` guards this). Bounded: a
+/// detail can quote a request's value (an `alg`, an `aud`), so when the memo is full it starts over rather than grow.
 package final class EncodedProblemBodies: Sendable {
     /// The memo every answer uses.
     static let shared = EncodedProblemBodies(capacity: 256)

@@ -18,8 +18,8 @@ public struct OrchardRequestContext: RequestContext, RemoteAddressRequestContext
     /// Bodies over 64 KiB are refused (`413 payload_too_large`).
     public var maxUploadSize: Int { OrchardProblem.maxBodySize }
 
-    /// JSON with RFC 3339 dates: one encoder for every answer (it is thread-safe; making one per answer showed in the
-    /// session check's profile).
+    /// JSON with RFC 3339 dates: one encoder for every answer, not one per answer (it is thread-safe;
+    /// `Benchmarks/run`'s `GET /v1/session` guards this).
     public var responseEncoder: JSONEncoder { Self.sharedEncoder }
 
     private static let sharedEncoder: JSONEncoder = {

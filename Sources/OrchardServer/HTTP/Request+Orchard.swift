@@ -22,8 +22,8 @@ extension Request {
     /// The body, at most ``OrchardProblem/maxBodySize`` bytes of it, else `413 payload_too_large`.
     ///
     /// Read here rather than by NIO's `collect(upTo:)`: the handler runs on the event loop as its serial executor, so
-    /// entering and leaving each of `collect`'s two async frames went through the loop's queue (a refused sign-in made
-    /// 68.6 queue trips with it, 59.5 with this loop).
+    /// entering and leaving each of `collect`'s two async frames would go through the loop's queue (`Benchmarks/run`'s
+    /// `POST /v1/auth/apple, nonce 401` guards this).
     func collectedBody() async throws -> ByteBuffer {
         var collected = ByteBuffer()
         for try await part in body {
@@ -41,8 +41,9 @@ extension Request {
 
     /// The session token: `Authorization: Bearer TOKEN`, else the `__Host-orchard_session` cookie.
     ///
-    /// On every authenticated request, twice: the scheme is compared and the token cut out on the UTF-8 bytes (Foundation's
-    /// `trimmingCharacters` bridges through `NSString` and cost more than the rest of the parse together).
+    /// On every authenticated request, twice: the scheme is compared and the token cut out on the UTF-8 bytes, not with
+    /// Foundation's `trimmingCharacters`, which bridges through `NSString` (`Benchmarks/run`'s `GET /v1/session` guards
+    /// this).
     var sessionToken: (token: String, viaCookie: Bool)? {
         if let authorization = headers[.authorization], let token = Self.bearerToken(authorization) {
             return (token, false)

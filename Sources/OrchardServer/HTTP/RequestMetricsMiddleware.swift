@@ -8,14 +8,14 @@ import Synchronization
 /// `http_server_request_duration`, `hb_request_errors`, `http_server_active_requests`), recorded when the route has
 /// answered rather than once the body is written. It runs outside ``ProblemMiddleware`` and counts each request under
 /// the status it was answered with; `hb_request_errors` counts the answers of 400 and above, as Hummingbird's counts
-/// the `HTTPError`s an app throws. (Hummingbird's, inside the problem middleware, saw Orchard's errors before they
-/// became problem answers and counted every one as a 500: a 401 for an unknown session raised the 5xx rate.)
+/// the `HTTPError`s an app throws. (Hummingbird's, inside the problem middleware, would see Orchard's errors before
+/// they become problem answers and count every one as a 500: a 401 for an unknown session would raise the 5xx rate.)
 ///
 /// Hummingbird's middleware records after the write by wrapping every response body in a closure. That takes its
-/// writer off the fast path that sends head, body and end in one batched write: each answer went out in two `write`
-/// calls with their own flushes and wake-ups, and a bare `GET /health/live` cost serve 52–56 µs of CPU against 38–40
-/// without it (alternating A/B runs, wrk -t2 -c32). The duration here therefore leaves out the socket write, which
-/// the kernel does after the answer is handed over.
+/// writer off the fast path that sends head, body and end in one batched write: each answer would go out in two
+/// `write` calls with their own flushes and wake-ups (`Benchmarks/run`'s bare route, `GET /health/live`, guards
+/// this). The duration here therefore leaves out the socket write, which the kernel does after the answer is handed
+/// over.
 public struct RequestMetricsMiddleware<Context: RequestContext>: RouterMiddleware {
     private let cache: Cache
 
