@@ -103,7 +103,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         // `bounded` waits for its task before returning, so `body` does not really escape.
         return try await withoutActuallyEscaping(body) { body in
             try await bounded { connection in
-                try await body(connection.sql(queryLogLevel: nil))
+                try await body(PreparedSQLDatabase(connection: connection))
             }
         }
     }
@@ -114,7 +114,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         let unbounded = operationDeadline == nil
         return try await withoutActuallyEscaping(body) { body in
             try await bounded { connection in
-                try await connection.sql(queryLogLevel: nil).inTransaction(begin: "BEGIN") { db in
+                try await PreparedSQLDatabase(connection: connection).inTransaction(begin: "BEGIN") { db in
                     if unbounded { try await db.raw("SET LOCAL statement_timeout = 0").run() }
                     return try await body(db)
                 }
