@@ -62,12 +62,13 @@ public final class Accounts: Sendable {
 
     // MARK: Sessions
 
-    /// The live session behind a bearer token, with its account.
+    /// The live session behind a bearer token, with its account. With `recent` (the session check), a replica may answer
+    /// from its memory of the last second; a session that has ended is refused either way.
     ///
     /// - Throws: `session_invalid` for an unknown or expired token, `session_revoked` (with the reason) for one that was
     ///   ended early.
-    public func session(token: String) async throws(AccountsError) -> SessionInfo {
-        let (session, account) = try await liveSession(token: token)
+    public func session(token: String, recent: Bool = false) async throws(AccountsError) -> SessionInfo {
+        let (session, account) = try await liveSession(token: token, recent: recent)
         return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try sealing.view(of: account))
     }
 
@@ -78,10 +79,10 @@ public final class Accounts: Sendable {
     }
 
     /// The live session behind a token, with its account's shown fields.
-    func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+    func liveSession(token: String, recent: Bool = false) async throws(AccountsError) -> (SessionRecord, SealedAccountView) {
         guard !token.isEmpty, token.utf8.count <= 512 else { throw AccountsError(.sessionInvalid, "no session token") }
         let tokenHash = Self.sha256Hex(token)
-        let found = try await storing { try await store.session(tokenHash: tokenHash) }
+        let found = try await storing { try await store.session(tokenHash: tokenHash, recent: recent) }
         guard let session = found?.session else { throw AccountsError(.sessionInvalid, "unknown session") }
         if let reason = session.endReason {
             throw AccountsError(.sessionRevoked, "the session was ended", sessionEndReason: reason)

@@ -137,7 +137,7 @@ extension InMemoryStore: AccountStore {
     }
 
     /// The session with its account's shown fields.
-    public func session(tokenHash: String) async throws -> SessionWithAccount? {
+    public func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount? {
         tables.withLock { tables in
             tables.sessions[tokenHash].map { SessionWithAccount(session: $0, account: tables.accounts[$0.accountID]?.sealedView) }
         }

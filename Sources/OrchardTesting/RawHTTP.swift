@@ -146,7 +146,7 @@ private final class Timeline: Sendable {
 
     private let times = Mutex(Times())
 
-    func opened() { times.withLock { $0.opened = .now() } }
+    func opened() { times.withLock { $0.opened = $0.opened ?? .now() } }
     func read() { times.withLock { $0.lastRead = .now() } }
     func closed() { times.withLock { $0.closed = .now() } }
 
@@ -184,6 +184,11 @@ private final class TimelineHandler: ChannelInboundHandler, RemovableChannelHand
 
     init(timeline: Timeline) {
         self.timeline = timeline
+    }
+
+    /// The bootstrap may add this handler once the connection is up already, and then `channelActive` never comes.
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { timeline.opened() }
     }
 
     func channelActive(context: ChannelHandlerContext) {

@@ -66,13 +66,20 @@ public final class TestDatabase: Sendable {
                 throw HarnessError("ORCHARD_TEST_DATABASE=postgres needs ORCHARD_TEST_POSTGRES_URL (scripts/start-test-postgres)")
             }
             let name = "orchard_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-            let adminClient = try PostgresDatabaseClient.open(url: admin, poolSize: 1, caFile: nil, logger: logger)
+            let adminClient = try PostgresDatabaseClient.open(url: admin, poolSize: 1, caFile: nil, sessionCache: .none, logger: logger)
             try await adminClient.withDatabase { db in try await db.raw("CREATE DATABASE \(unsafeRaw: name)").run() }
             await adminClient.close()
             let url = Self.replacingDatabase(in: admin, with: name)
             // Tests are not about PostgreSQL's deadline (DatabaseOutageTests stops a cluster for that): on a loaded
             // machine (8 tests at once beside a release build) a query can wait past the 5 s default and fail a sign-in.
-            let client = try PostgresDatabaseClient.open(url: url, poolSize: 10, caFile: nil, operationDeadline: .seconds(60), logger: logger)
+            let client = try PostgresDatabaseClient.open(
+                url: url,
+                poolSize: 10,
+                caFile: nil,
+                operationDeadline: .seconds(60),
+                sessionCache: .answering,
+                logger: logger
+            )
             return TestDatabase(backend: .postgres, client: client, url: .postgres(url: url), directory: directory, postgresName: name)
         }
     }
@@ -105,7 +112,13 @@ public final class TestDatabase: Sendable {
     public func remove() async {
         await client.close()
         if let postgresName, let admin = Self.postgresAdminURL,
-            let adminClient = try? PostgresDatabaseClient.open(url: admin, poolSize: 1, caFile: nil, logger: Logger(label: "test.database"))
+            let adminClient = try? PostgresDatabaseClient.open(
+                url: admin,
+                poolSize: 1,
+                caFile: nil,
+                sessionCache: .none,
+                logger: Logger(label: "test.database")
+            )
         {
             try? await adminClient.withDatabase { db in
                 try await db.raw("DROP DATABASE IF EXISTS \(unsafeRaw: postgresName) WITH (FORCE)").run()

@@ -1,3 +1,4 @@
+public import Accounts
 public import SQLKit
 
 /// A database Orchard's stores run their SQL on: SQLite or PostgreSQL.
@@ -23,6 +24,42 @@ public protocol DatabaseClient: Sendable {
     func purgeDeletedData() async throws
     /// Closes the connections.
     func close() async
+    /// The session behind `tokenHash` as `read` finds it in the database, or, when `mayRemember` and this replica
+    /// remembers it (PostgreSQL's session memory, docs/replicas-postgresql.md), as last read within a second.
+    func session(
+        tokenHash: String,
+        mayRemember: Bool,
+        read: () async throws -> SessionWithAccount?
+    ) async throws -> SessionWithAccount?
+    /// Runs `change`, a transaction that ends `target`'s sessions, once no replica answers for them from memory.
+    func endingSessions<T: Sendable>(
+        _ target: SessionEndTarget,
+        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T
+    /// An account's shown fields changed: what this replica remembers of its sessions goes.
+    func changed(account accountID: String)
+}
+
+extension DatabaseClient {
+    /// Reads the database: one process remembers nothing.
+    public func session(
+        tokenHash: String,
+        mayRemember: Bool,
+        read: () async throws -> SessionWithAccount?
+    ) async throws -> SessionWithAccount? {
+        try await read()
+    }
+
+    /// The change's transaction: nobody else remembers sessions.
+    public func endingSessions<T: Sendable>(
+        _ target: SessionEndTarget,
+        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await transaction(change)
+    }
+
+    /// Nothing remembered.
+    public func changed(account accountID: String) {}
 }
 
 /// The SQL dialects Orchard supports.

@@ -27,12 +27,18 @@ enum CommandSupport {
         exit(2)
     }
 
-    /// Opens `ORCHARD_DATABASE_URL`, printing one line and exiting 2 when it cannot be used.
-    static func openDatabase(_ configuration: OrchardConfiguration, logger: Logger) async -> any DatabaseClient {
+    /// Opens `ORCHARD_DATABASE_URL`, printing one line and exiting 2 when it cannot be used. Only `serve` answers
+    /// session checks from memory (`answering`); the commands announce the sessions they end.
+    static func openDatabase(
+        _ configuration: OrchardConfiguration,
+        answering: Bool = false,
+        logger: Logger
+    ) async -> any DatabaseClient {
         do {
             return try await configuration.database.url.open(
                 poolSize: configuration.database.poolSize,
                 caFile: configuration.database.caFile,
+                sessionCache: answering && configuration.database.sessionCache ? .answering : .announcing,
                 logger: logger
             )
         } catch {

@@ -48,7 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let registry = CommandSupport.bootstrapMetrics()
         let logger = Logger(label: "orchard")
-        let database = await CommandSupport.openDatabase(configuration, logger: logger)
+        let database = await CommandSupport.openDatabase(configuration, answering: true, logger: logger)
         let httpClient = HTTPClient.makeOrchardClient()
         do {
             var dependencies = OrchardDependencies(

@@ -46,8 +46,10 @@ public protocol AccountStore: AccountLookup {
         revocationIfGone: RevocationJob?,
         completesTransfer: TransferCompletion?
     ) async throws -> Bool
-    /// The session with this token hash, with its account's shown fields unless it was deleted: one indexed read.
-    func session(tokenHash: String) async throws -> SessionWithAccount?
+    /// The session with this token hash, with its account's shown fields unless it was deleted: one indexed read. With
+    /// `recent`, a replica may answer from its memory of the last second (never for a session that has ended; only the
+    /// session check and the access token do: every request that writes reads the database).
+    func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount?
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
     /// Runs a trivial query; throws what kept the database from answering it.

@@ -1,7 +1,7 @@
 public import Storage
 
 /// The database `serve` keeps everything in (`ORCHARD_DATABASE_URL`, `ORCHARD_DATABASE_POOL_SIZE`,
-/// `ORCHARD_DATABASE_CA_FILE`).
+/// `ORCHARD_DATABASE_CA_FILE`), and whether replicas answer session checks from memory (`ORCHARD_SESSION_CACHE`).
 public struct DatabaseConfiguration: Sendable {
     /// `ORCHARD_DATABASE_URL`: `sqlite:PATH` or `postgres://…`.
     public var url: DatabaseURL = .sqlite(path: "orchard.sqlite")
@@ -9,6 +9,8 @@ public struct DatabaseConfiguration: Sendable {
     public var poolSize = 10
     /// `ORCHARD_DATABASE_CA_FILE`: the CA certificates for TLS to PostgreSQL.
     public var caFile: String?
+    /// `ORCHARD_SESSION_CACHE`: whether `serve` answers session checks from memory on PostgreSQL.
+    public var sessionCache = true
 
     /// The defaults.
     public init() {}
@@ -25,5 +27,10 @@ public struct DatabaseConfiguration: Sendable {
         }
         poolSize = try settings.integer("ORCHARD_DATABASE_POOL_SIZE", in: 1...1000) ?? poolSize
         caFile = settings.text("ORCHARD_DATABASE_CA_FILE")
+        switch settings.text("ORCHARD_SESSION_CACHE")?.lowercased() {
+        case nil, "on": sessionCache = true
+        case "off": sessionCache = false
+        default: throw ConfigurationError(setting: "ORCHARD_SESSION_CACHE", problem: "must be on or off")
+        }
     }
 }

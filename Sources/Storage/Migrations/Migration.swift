@@ -201,5 +201,12 @@ extension Migration {
                 "CREATE INDEX sessions_ended_at ON sessions (ended_at) WHERE ended_at IS NOT NULL",
             ]
         ),
+        Migration(
+            version: 8,
+            summary: "the replicas that answer session checks from memory, each while its lease is current",
+            statements: [
+                "CREATE TABLE session_cache_replicas (id TEXT PRIMARY KEY, lease_until BIGINT NOT NULL)"
+            ]
+        ),
     ]
 }

@@ -1,7 +1,8 @@
-import Accounts
+public import Accounts
 import AppleID
 import Foundation
 public import Logging
+public import Metrics
 import NIOCore
 import NIOPosix
 import NIOSSL
@@ -21,11 +22,20 @@ public final class PostgresDatabaseClient: DatabaseClient {
     private let logger: Logger
     /// How long one operation may take, waiting for a connection included (see ``bounded(_:)``); `nil` for none.
     private let operationDeadline: Duration?
+    /// This process's part in the replicas' session protocol.
+    let coherence: SessionCoherence
 
     /// Always ``DatabaseFlavor/postgres``.
     public var flavor: DatabaseFlavor { .postgres }
 
-    private init(client: PostgresClient, runner: Task<Void, Never>, logger: Logger, operationDeadline: Duration?) {
+    private init(
+        client: PostgresClient,
+        runner: Task<Void, Never>,
+        logger: Logger,
+        operationDeadline: Duration?,
+        coherence: SessionCoherence
+    ) {
+        self.coherence = coherence
         self.client = client
         self.runner = runner
         self.logger = logger
@@ -35,7 +45,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// The same pool with no deadline: a migration building an index on a large table, or a replica waiting for another's
     /// migration lock, may rightly take longer than any request should. Closing either closes the pool.
     public var withoutDeadline: any DatabaseClient {
-        PostgresDatabaseClient(client: client, runner: runner, logger: logger, operationDeadline: nil)
+        PostgresDatabaseClient(client: client, runner: runner, logger: logger, operationDeadline: nil, coherence: coherence)
     }
 
     /// Connects a pool to `url` (`postgres://USER:PASS@HOST:PORT/DB?sslmode=disable|prefer|require`).
@@ -44,12 +54,16 @@ public final class PostgresDatabaseClient: DatabaseClient {
     ///   - poolSize: connections at most (`ORCHARD_DATABASE_POOL_SIZE`).
     ///   - caFile: CA certificates that verify the server's certificate (`ORCHARD_DATABASE_CA_FILE`).
     ///   - operationDeadline: how long one operation may take before it fails as unavailable.
+    ///   - sessionCache: this process's part in the replicas' session protocol (`ORCHARD_SESSION_CACHE`).
+    ///   - metrics: where the session memory's metrics go.
     /// - Throws: ``Accounts/StoreError`` for a URL or CA file that cannot be used.
     public static func open(
         url: String,
         poolSize: Int,
         caFile: String?,
         operationDeadline: Duration = .seconds(10),
+        sessionCache: SessionCacheRole = .announcing,
+        metrics: any MetricsFactory = MetricsSystem.factory,
         logger: Logger
     ) throws -> PostgresDatabaseClient {
         guard let components = URLComponents(string: url), let host = components.host, !host.isEmpty else {
@@ -64,12 +78,20 @@ public final class PostgresDatabaseClient: DatabaseClient {
                 throw StoreError.unavailable("ORCHARD_DATABASE_CA_FILE \(caFile) is not a PEM certificate file")
             }
         }
-        let tls: PostgresClient.Configuration.TLS =
+        let tls: PostgresClient.Configuration.TLS
+        let listenerTLS: PostgresConnection.Configuration.TLS
+        do {
             switch mode {
-            case "disable", "false", "off": .disable
-            case "require", "verify-ca", "verify-full", "true", "on": .require(tlsConfiguration)
-            default: .prefer(tlsConfiguration)
+            case "disable", "false", "off":
+                (tls, listenerTLS) = (.disable, .disable)
+            case "require", "verify-ca", "verify-full", "true", "on":
+                (tls, listenerTLS) = (.require(tlsConfiguration), .require(try NIOSSLContext(configuration: tlsConfiguration)))
+            default:
+                (tls, listenerTLS) = (.prefer(tlsConfiguration), .prefer(try NIOSSLContext(configuration: tlsConfiguration)))
             }
+        } catch {
+            throw StoreError.unavailable("PostgreSQL's TLS settings cannot be used: \(error)")
+        }
         let database = String(components.path.drop { $0 == "/" })
         var configuration = PostgresClient.Configuration(
             host: host,
@@ -81,6 +103,18 @@ public final class PostgresDatabaseClient: DatabaseClient {
         )
         configuration.options.maximumConnections = poolSize
         configuration.options.connectTimeout = .seconds(3)
+        configuration.options.additionalStartupParameters = [("application_name", "orchard")]
+        // The listener's connection, one more than the pool.
+        var listener = PostgresConnection.Configuration(
+            host: host,
+            port: components.port ?? 5432,
+            username: configuration.username,
+            password: configuration.password,
+            database: configuration.database,
+            tls: listenerTLS
+        )
+        listener.options.connectTimeout = .seconds(3)
+        listener.options.additionalStartupParameters = [("application_name", "orchard-listener")]
         // PostgresNIO logs every backend message at trace level (data rows included), and postgres-kit logs each
         // query's bound values at debug: whatever ORCHARD_LOG_LEVEL says, the driver logs at info and above only, and
         // queries are not logged at all (the contract's "Logs": a log outlives a deletion).
@@ -88,7 +122,28 @@ public final class PostgresDatabaseClient: DatabaseClient {
         driverLogger.logLevel = max(logger.logLevel, .info)
         let client = PostgresClient(configuration: configuration, backgroundLogger: driverLogger)
         let runner = Task { await client.run() }
-        return PostgresDatabaseClient(client: client, runner: runner, logger: logger, operationDeadline: operationDeadline)
+        let listenerConfiguration = listener
+        let listenerLogger = driverLogger
+        let coherence = SessionCoherence(
+            role: sessionCache,
+            connect: {
+                try await PostgresConnection.connect(
+                    on: MultiThreadedEventLoopGroup.singleton.any(),
+                    configuration: listenerConfiguration,
+                    id: 0,
+                    logger: listenerLogger
+                ).get()
+            },
+            metrics: metrics,
+            logger: logger
+        )
+        return PostgresDatabaseClient(
+            client: client,
+            runner: runner,
+            logger: logger,
+            operationDeadline: operationDeadline,
+            coherence: coherence
+        )
     }
 
     /// The rows of a `SELECT`, on a pooled connection under the deadline.
@@ -125,8 +180,33 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// Nothing to do at once: PostgreSQL keeps deleted rows until vacuum and old pages in its WAL (see docs/deletion.md).
     public func purgeDeletedData() async throws {}
 
-    /// Stops the pool.
+    /// The session from this replica's memory when it may answer for it (docs/replicas-postgresql.md), else from `read`.
+    public func session(
+        tokenHash: String,
+        mayRemember: Bool,
+        read: () async throws -> SessionWithAccount?
+    ) async throws -> SessionWithAccount? {
+        guard mayRemember else { return try await read() }
+        return try await coherence.session(tokenHash: tokenHash, read: read)
+    }
+
+    /// Runs `change` once every replica that answers from memory has stopped answering for `target`'s sessions, and
+    /// tells them its outcome.
+    public func endingSessions<T: Sendable>(
+        _ target: SessionEndTarget,
+        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await coherence.ending(target, announce: { try await self.read($0) }, transaction: { try await self.transaction($0) }, change)
+    }
+
+    /// This replica forgets the account's sessions.
+    public func changed(account accountID: String) {
+        coherence.changed(account: accountID)
+    }
+
+    /// Stops the listener and the pool.
     public func close() async {
+        await coherence.stop()
         runner.cancel()
         await runner.value
     }

@@ -17,7 +17,7 @@ extension SQLAccountStore: AccountChangeStore {
     public func apply(_ change: AccountChange) async throws -> AccountChangeOutcome {
         let at = change.at.milliseconds
         let condition = Self.sql(change.condition)
-        let outcome = try await database.transaction { db -> AccountChangeOutcome in
+        let write: @Sendable (any SQLDatabase) async throws -> AccountChangeOutcome = { db in
             var revocation: RevocationJob?
             switch change.action {
             case .delete(let audit, let plan):
@@ -99,6 +99,14 @@ extension SQLAccountStore: AccountChangeStore {
                 try await Self.completeNotification(jti: jti, outcome: "processed", at: at, in: db)
             }
             return .applied(revocation: revocation)
+        }
+        let outcome: AccountChangeOutcome
+        switch change.action {
+        case .delete, .revokeCredential:
+            outcome = try await database.endingSessions(.accounts([change.accountID]), write)
+        case .setEmailForwarding:
+            outcome = try await database.transaction(write)
+            database.changed(account: change.accountID)
         }
         if case .applied = outcome, case .delete = change.action {
             try await database.purgeDeletedData()

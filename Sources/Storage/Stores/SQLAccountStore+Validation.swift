@@ -16,6 +16,7 @@ extension SQLAccountStore: ValidationSchedule {
     /// sign-in that stored another one meanwhile set a schedule of its own, which a verdict on the old token must not
     /// undo.
     public func completeValidations(_ results: [JobResult<AccountRecord, ValidationResult>], at now: Date) async throws {
+        defer { for result in results { database.changed(account: result.job.id) } }
         try await database.transaction { db in
             for result in results {
                 let id = result.job.id

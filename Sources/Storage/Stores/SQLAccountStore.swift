@@ -108,7 +108,8 @@ public struct SQLAccountStore: AccountStore {
         revocationIfGone: RevocationJob?,
         completesTransfer: TransferCompletion?
     ) async throws -> Bool {
-        try await database.transaction { db in
+        defer { if !isNew { database.changed(account: account.id) } }
+        return try await database.transaction { db in
             if isNew {
                 let inserted = try await db.raw(
                     """
@@ -165,7 +166,12 @@ public struct SQLAccountStore: AccountStore {
 
     /// The session with this token hash and its account's shown fields: one indexed read over both primary keys,
     /// without Apple's sealed tokens (the session check's read, which `Benchmarks/run` measures).
-    public func session(tokenHash: String) async throws -> SessionWithAccount? {
+    public func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount? {
+        try await database.session(tokenHash: tokenHash, mayRemember: recent) { try await readSession(tokenHash) }
+    }
+
+    /// The session and its account, from the database.
+    private func readSession(_ tokenHash: String) async throws -> SessionWithAccount? {
         try await database.read(
             """
             SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
@@ -185,7 +191,7 @@ public struct SQLAccountStore: AccountStore {
 
     /// Ends a live session.
     public func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool {
-        try await database.withDatabase { db in
+        try await database.endingSessions(.sessions([tokenHash])) { db in
             let rows = try await db.raw(
                 """
                 UPDATE sessions SET ended_at = \(bind: at.milliseconds), end_reason = \(bind: reason.rawValue)

@@ -1,0 +1,141 @@
+import Accounts
+import Foundation
+import Logging
+import OrchardTesting
+import SQLKit
+import Testing
+
+@testable import Storage
+
+/// Two replicas' pools on one PostgreSQL database, each answering session checks from memory: a session one of them
+/// ends is refused by the other at once, and a registered replica that never acknowledges holds a change up for its
+/// lease and no longer.
+@Suite(
+    "PostgreSQL: replicas' session memories stay coherent",
+    .enabled(if: TestDatabase.selectedBackend == .postgres, "needs the PostgreSQL pass")
+)
+struct SessionCoherenceTests {
+    struct Pair {
+        let database: TestDatabase
+        let first: PostgresDatabaseClient
+        let second: PostgresDatabaseClient
+
+        var stores: (SQLAccountStore, SQLAccountStore) { (SQLAccountStore(database: first), SQLAccountStore(database: second)) }
+    }
+
+    static func withPair(_ body: (Pair) async throws -> Void) async throws {
+        let database = try await TestDatabase.make(.postgres)
+        guard case .postgres(let url) = database.url, let first = database.client as? PostgresDatabaseClient else {
+            throw CancellationError()
+        }
+        try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
+        let second = try PostgresDatabaseClient.open(url: url, poolSize: 4, caFile: nil, sessionCache: .answering, logger: Logger(label: "test"))
+        do {
+            try await body(Pair(database: database, first: first, second: second))
+        } catch {
+            await second.close()
+            await database.remove()
+            throw error
+        }
+        await second.close()
+        await database.remove()
+    }
+
+    /// Signs in `account` with live sessions `tokens`.
+    static func signIn(_ store: SQLAccountStore, account: String, tokens: [String]) async throws {
+        let now = Date()
+        for (index, token) in tokens.enumerated() {
+            _ = try await store.recordSignIn(
+                account: AccountRecord(
+                    id: account,
+                    subjectHash: "hash-\(account)",
+                    sealedSubject: "v1.k.s",
+                    sealedEmail: nil,
+                    isPrivateEmail: true,
+                    emailForwarding: .enabled,
+                    sealedName: nil,
+                    clientID: "com.example.app",
+                    sealedRefreshToken: "v1.k.r",
+                    sealedAccessToken: nil,
+                    sealedIdentityToken: nil,
+                    appleCredential: .valid,
+                    lastValidatedAt: now,
+                    nextValidationAt: now.addingTimeInterval(86_400),
+                    createdAt: now,
+                    updatedAt: now
+                ),
+                isNew: index == 0,
+                session: SessionRecord(tokenHash: token, accountID: account, createdAt: now, expiresAt: now.addingTimeInterval(3_600)),
+                revocationIfGone: nil,
+                completesTransfer: nil
+            )
+        }
+    }
+
+    /// Checks `token` through `store` until `client`'s memory answers for it (after the warm-up).
+    static func warm(_ store: SQLAccountStore, _ client: PostgresDatabaseClient, _ token: String) async -> Bool {
+        await eventually(timeout: 30) {
+            _ = try? await store.session(tokenHash: token, recent: true)
+            return client.coherence.memory?.lookup(token) != nil
+        }
+    }
+
+    @Test("a sign-out on one replica, and an account's credential revoked on the other, are refused at once by both")
+    func endsAreSeenEverywhere() async throws {
+        try await Self.withPair { pair in
+            let (first, second) = pair.stores
+            try await Self.signIn(first, account: "acct_1", tokens: ["t1", "t2"])
+            try await Self.signIn(first, account: "acct_2", tokens: ["t3"])
+            for token in ["t1", "t2", "t3"] {
+                #expect(await Self.warm(first, pair.first, token))
+                #expect(await Self.warm(second, pair.second, token))
+            }
+
+            // Entries answer for a second: touch the ones the test looks at again, as a steady check would.
+            #expect(await Self.warm(first, pair.first, "t1"))
+            #expect(await Self.warm(second, pair.second, "t2"))
+            #expect(try await second.endSession(tokenHash: "t1", reason: .signedOut, at: Date()))
+            // The very next check on the other replica refuses, though it remembered the session a moment ago.
+            #expect(try await first.session(tokenHash: "t1", recent: true)?.session.endReason == .signedOut)
+            #expect(pair.first.coherence.memory?.lookup("t2") != nil, "a sign-out drops only its own session")
+
+            let outcome = try await first.apply(
+                AccountChange(
+                    accountID: "acct_1",
+                    action: .revokeCredential,
+                    webhooks: [],
+                    completesNotification: nil,
+                    condition: nil,
+                    at: Date()
+                )
+            )
+            #expect(outcome == .applied(revocation: nil))
+            #expect(try await second.session(tokenHash: "t2", recent: true)?.session.endReason == .appleCredentialRevoked)
+            #expect(pair.second.coherence.memory?.lookup("t3") != nil, "another account's session stays remembered")
+        }
+    }
+
+    @Test("a registered replica that never acknowledges holds a sign-out up until its lease passes, and no longer")
+    func silentReplica() async throws {
+        try await Self.withPair { pair in
+            let (first, second) = pair.stores
+            try await Self.signIn(first, account: "acct_1", tokens: ["t1"])
+            #expect(await Self.warm(second, pair.second, "t1"))
+            // A replica that registered and then stopped: its lease runs 1.5 s more.
+            try await pair.first.withDatabase { db in
+                try await db.raw(
+                    """
+                    INSERT INTO session_cache_replicas (id, lease_until)
+                    VALUES ('r-silent', (extract(epoch from clock_timestamp()) * 1000)::bigint + 1500)
+                    """
+                ).run()
+            }
+            let started = ContinuousClock.now
+            #expect(try await first.endSession(tokenHash: "t1", reason: .signedOut, at: Date()))
+            let took = ContinuousClock.now - started
+            #expect(took > .milliseconds(1_000), "the change did not wait for the silent replica's lease: \(took)")
+            #expect(took < .seconds(4), "the change waited past the lease: \(took)")
+            #expect(try await second.session(tokenHash: "t1", recent: true)?.session.endReason == .signedOut)
+        }
+    }
+}
