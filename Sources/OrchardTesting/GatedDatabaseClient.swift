@@ -1,3 +1,4 @@
+import Accounts
 import Logging
 import NIOCore
 public import SQLKit
@@ -10,14 +11,14 @@ import Synchronization
 /// Armed with a predicate on the SQL, the next read (``read(_:)``, or ``withDatabase(_:)`` that ran a matching
 /// statement) returns only once the test opens the gate; it holds no connection and no lock meanwhile. Everything else
 /// passes straight through.
-public final class GatedDatabaseClient: DatabaseClient {
+public final class GatedDatabaseClient: WrappingDatabaseClient {
     private struct State {
         var predicate: (@Sendable (String) -> Bool)?
         var held: CheckedContinuation<Void, Never>?
         var isHolding = false
     }
 
-    private let base: any DatabaseClient
+    public let base: any DatabaseClient
     private let state = Mutex(State())
 
     /// Wraps `base`.
@@ -43,9 +44,6 @@ public final class GatedDatabaseClient: DatabaseClient {
         }
         held?.resume()
     }
-
-    /// The wrapped database's dialect.
-    public var flavor: DatabaseFlavor { base.flavor }
 
     /// Runs `body` on the wrapped database; while armed, a run that executed a matching statement is held after it.
     public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
@@ -87,21 +85,16 @@ public final class GatedDatabaseClient: DatabaseClient {
     }
 
     /// The wrapped database's.
-    public var withoutDeadline: any DatabaseClient { base.withoutDeadline }
-
-    /// The wrapped database's.
-    public func purgeDeletedData() async throws {
-        try await base.purgeDeletedData()
-    }
-
-    /// The wrapped database's.
-    public func close() async {
-        await base.close()
+    public func endingSessions<T: Sendable>(
+        _ target: SessionEndTarget,
+        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await base.endingSessions(target, change)
     }
 }
 
 /// An `SQLDatabase` that tells `seen` the text of every statement it runs.
-private struct RecordingSQLDatabase: SQLDatabase {
+struct RecordingSQLDatabase: SQLDatabase {
     let base: any SQLDatabase
     let seen: @Sendable (String) -> Void
 

@@ -47,6 +47,16 @@ extension InMemoryStore: AccountChangeStore {
         }
     }
 
+    /// Each change applied alone, only while its notification is unprocessed.
+    public func applyForwardingChanges(_ changes: [AccountChange]) async throws -> [AccountChangeOutcome] {
+        var outcomes: [AccountChangeOutcome] = []
+        for change in changes {
+            let unprocessed = tables.withLock { tables in change.completesNotification.map { tables.inbox[$0]?.processed == nil } ?? true }
+            outcomes.append(unprocessed ? try await apply(change) : .gone)
+        }
+        return outcomes
+    }
+
     static func endSessions(of accountID: String, reason: SessionEndReason, at: Date, in tables: inout Tables) {
         for (hash, session) in tables.sessions where session.accountID == accountID && session.endedAt == nil {
             tables.sessions[hash]?.endedAt = at

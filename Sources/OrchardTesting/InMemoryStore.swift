@@ -93,6 +93,11 @@ extension InMemoryStore: AccountStore {
         tables.withLock { tables in tables.accounts.values.first { subjectHashes.contains($0.subjectHash) } }
     }
 
+    /// Every account with one of these subject hashes.
+    public func accounts(subjectHashes: [String]) async throws -> [AccountRecord] {
+        tables.withLock { tables in tables.accounts.values.filter { subjectHashes.contains($0.subjectHash) } }
+    }
+
     /// A pending import's account by its transfer identifier's hash.
     public func pendingImport(subjectHashes: [String]) async throws -> AccountRecord? {
         tables.withLock { tables in

@@ -200,4 +200,10 @@ extension OrchardHarness {
     public func runJobs() async -> [JobKind: Int] {
         await jobs.runPasses()
     }
+
+    /// Drains only these job kinds once.
+    @discardableResult
+    public func runJobs(_ kinds: JobKind...) async -> [JobKind: Int] {
+        await jobs.runPasses(only: Set(kinds))
+    }
 }

@@ -108,8 +108,23 @@ public struct JobEngine: Sendable {
         return outcomes
     }
 
-    /// Performs the jobs, at most the handler's concurrency at once; outcomes in the jobs' order.
+    /// Performs the jobs: those the handler performs together, then the others, at most the handler's concurrency at
+    /// once; outcomes in the jobs' order.
     private func perform<Handler: JobHandler>(
+        _ jobs: [Handler.Job],
+        with handler: Handler,
+        logger: Logger
+    ) async -> [JobOutcome<Handler.Done>?] {
+        var outcomes = await handler.performTogether(jobs, logger: logger)
+        let rest = outcomes.indices.filter { outcomes[$0] == nil }
+        guard !rest.isEmpty else { return outcomes }
+        let performed = await performEach(rest.map { jobs[$0] }, with: handler, logger: logger)
+        for (index, outcome) in zip(rest, performed) { outcomes[index] = outcome }
+        return outcomes
+    }
+
+    /// Performs the jobs one by one, at most the handler's concurrency at once; outcomes in the jobs' order.
+    private func performEach<Handler: JobHandler>(
         _ jobs: [Handler.Job],
         with handler: Handler,
         logger: Logger

@@ -22,6 +22,9 @@ public protocol JobHandler: Sendable {
 
     /// Claims up to `limit` jobs due at `now` that nobody holds, leasing them until `leaseUntil`, in one statement.
     func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [Job]
+    /// Performs what it can of a claimed batch together (in fewer statements than one by one); the others, `nil`, are
+    /// performed one by one. Outcomes in the jobs' order. By default, none.
+    func performTogether(_ jobs: [Job], logger: Logger) async -> [JobOutcome<Done>?]
     /// Performs one claimed job.
     ///
     /// Throwing leaves the job to its lease: nothing is written back, and the job is claimed again once the lease runs
@@ -45,6 +48,10 @@ public protocol JobHandler: Sendable {
 }
 
 extension JobHandler {
+    /// Every job one by one.
+    public func performTogether(_ jobs: [Job], logger: Logger) async -> [JobOutcome<Done>?] {
+        Array(repeating: nil, count: jobs.count)
+    }
     /// No ordering between the jobs of a batch beyond ``concurrency``.
     public func orderingKey(for job: Job) -> String? { nil }
     /// One pass at a time.

@@ -79,6 +79,33 @@ public final class AccountChanges: Sendable {
         )
     }
 
+    /// Sets the email forwarding of several accounts, each completing its notification, in one transaction; an
+    /// account that no longer meets its condition is left alone. Outcomes in the order given.
+    public func setEmailForwarding(
+        _ changes: [(accountID: String, forwarding: EmailForwarding, completesNotification: String, condition: ChangeCondition)],
+        at now: Date
+    ) async throws -> [AccountChangeOutcome] {
+        let outcomes = try await store.applyForwardingChanges(
+            changes.map { change in
+                AccountChange(
+                    accountID: change.accountID,
+                    action: .setEmailForwarding(change.forwarding),
+                    webhooks: webhooks.deliveries(
+                        .emailForwardingChanged,
+                        accountID: change.accountID,
+                        at: now,
+                        emailForwarding: change.forwarding
+                    ),
+                    completesNotification: change.completesNotification,
+                    condition: change.condition,
+                    at: now
+                )
+            }
+        )
+        if outcomes.contains(where: { if case .applied = $0 { true } else { false } }) { wakeups.notify(.webhooks) }
+        return outcomes
+    }
+
     /// Ends every session of an account and marks its Apple credential revoked, with `account.credential_revoked`, if
     /// the account still meets `condition` when the change commits.
     public func revokeCredential(

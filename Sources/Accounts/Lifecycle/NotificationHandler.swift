@@ -77,9 +77,68 @@ public struct NotificationHandler: JobHandler {
         self.metrics = metrics
     }
 
-    /// Claims due, unprocessed notifications.
+    /// Claims due, unprocessed notifications, in the order they arrived.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [InboxEntry] {
         try await inbox.claimNotifications(now: now, leaseUntil: leaseUntil, limit: limit)
+            .sorted { ($0.receivedAt, $0.jti) < ($1.receivedAt, $1.jti) }
+    }
+
+    /// Acts on most of a batch in a few statements: one read of every account the batch is about, then one transaction
+    /// for all the email-forwarding changes with their inbox marks; notifications with nothing to act on are recorded
+    /// by the engine's completion. Left to the one-by-one path: notifications that end sessions (they announce to the
+    /// replicas, one change each), those about a subject with more than one notification in the batch (their order),
+    /// and any whose event cannot be read.
+    public func performTogether(_ entries: [InboxEntry], logger: Logger) async -> [JobOutcome<String>?] {
+        var outcomes = [JobOutcome<String>?](repeating: nil, count: entries.count)
+        var perSubject: [String: Int] = [:]
+        for entry in entries { perSubject[entry.subjectDigest, default: 0] += 1 }
+        var events: [(index: Int, event: AppleNotificationEvent, candidates: [String])] = []
+        for (index, entry) in entries.enumerated() where perSubject[entry.subjectDigest] == 1 {
+            guard let sealed = entry.sealedEvent else {
+                outcomes[index] = .done("no_event")
+                continue
+            }
+            guard let json = try? vault.open(sealed, context: SealingContext.notification(entry.jti)),
+                let event = try? JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
+            else { continue }
+            events.append((index, event, vault.subjectHashCandidates(event.sub)))
+        }
+        guard !events.isEmpty,
+            let found = try? await accounts.accounts(subjectHashes: events.flatMap(\.candidates))
+        else { return outcomes }
+        let bySubjectHash = Dictionary(found.map { ($0.subjectHash, $0) }, uniquingKeysWith: { first, _ in first })
+        var changing: [(index: Int, type: AppleNotificationType)] = []
+        var batch: [(accountID: String, forwarding: EmailForwarding, completesNotification: String, condition: ChangeCondition)] = []
+        for (index, event, candidates) in events {
+            let entry = entries[index]
+            guard let account = candidates.lazy.compactMap({ bySubjectHash[$0] }).first else {
+                logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
+                outcomes[index] = .done("unknown_subject")
+                continue
+            }
+            switch Self.decide(event, about: account, policy: policy) {
+            case .ignore(let why):
+                logIgnored(why, entry, event, logger: logger)
+                outcomes[index] = .done(why)
+            case .setEmailForwarding(let forwarding, let condition):
+                changing.append((index, event.type))
+                batch.append((account.id, forwarding, entry.jti, condition))
+            case .revokeCredential, .delete:
+                continue
+            }
+        }
+        guard !batch.isEmpty else { return outcomes }
+        do {
+            let applied = try await changes.setEmailForwarding(batch, at: clock.now())
+            for ((index, type), outcome) in zip(changing, applied) {
+                Counter(label: "orchard_notifications_processed_total", dimensions: [("type", type.rawValue)], factory: metrics).increment()
+                outcomes[index] = .done(recorded(outcome, entries[index], logger: logger))
+            }
+        } catch {
+            // Each is tried again one by one, with its own retry.
+            logger.warning("a batch of notifications could not be recorded together", metadata: ["error": "\(error)"])
+        }
+        return outcomes
     }
 
     /// Acts on one notification; a failure is retried with backoff.
@@ -118,14 +177,7 @@ public struct NotificationHandler: JobHandler {
         let outcome: AccountChangeOutcome
         switch decision {
         case .ignore(let why):
-            if why == "predates_account" || why == "predates_grant" {
-                logger.info(
-                    "notification older than its account or its latest grant recorded and not acted on",
-                    metadata: ["notification.jti": "\(entry.jti)"]
-                )
-            } else {
-                logger.warning("notification of an unknown type recorded and ignored", metadata: ["notification.type": "\(event.type.rawValue)"])
-            }
+            logIgnored(why, entry, event, logger: logger)
             return why
         case .setEmailForwarding(let forwarding, let condition):
             outcome = try await changes.setEmailForwarding(
@@ -147,7 +199,12 @@ public struct NotificationHandler: JobHandler {
             outcome = try await delete(account, reason: reason, jti: entry.jti, condition: condition, logger: logger)
         }
         Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)], factory: metrics).increment()
-        // An applied change marked the notification processed in its own transaction; recording is then a no-op.
+        return recorded(outcome, entry, logger: logger)
+    }
+
+    /// The inbox outcome of a change. An applied change marked the notification processed in its own transaction;
+    /// recording is then a no-op.
+    private func recorded(_ outcome: AccountChangeOutcome, _ entry: InboxEntry, logger: Logger) -> String {
         switch outcome {
         case .applied: return "processed"
         case .gone: return "unknown_subject"
@@ -157,6 +214,18 @@ public struct NotificationHandler: JobHandler {
                 metadata: ["notification.jti": "\(entry.jti)"]
             )
             return "predates_grant"
+        }
+    }
+
+    /// Logs a notification recorded without being acted on.
+    private func logIgnored(_ why: String, _ entry: InboxEntry, _ event: AppleNotificationEvent, logger: Logger) {
+        if why == "predates_account" || why == "predates_grant" {
+            logger.info(
+                "notification older than its account or its latest grant recorded and not acted on",
+                metadata: ["notification.jti": "\(entry.jti)"]
+            )
+        } else {
+            logger.warning("notification of an unknown type recorded and ignored", metadata: ["notification.type": "\(event.type.rawValue)"])
         }
     }
 

@@ -2,6 +2,7 @@ public import AppleID
 import Foundation
 public import Logging
 public import Metrics
+import Synchronization
 
 /// Apple's server-to-server notification endpoint's half of the lifecycle: verifies a notification and stores it in the
 /// inbox; the ``NotificationHandler`` acts on it in the background. Kept to the minimum the contract asks of the
@@ -14,6 +15,22 @@ public struct NotificationReceiver: Sendable {
     let clock: any WallClock
     let metrics: any MetricsFactory
     let wakeups: JobWakeups
+    /// The last arrival time stamped for each subject recently, in milliseconds: a subject's notifications stored by
+    /// this process arrive at least a millisecond apart, so that the handler acts on them in the order they came (the
+    /// inbox keeps milliseconds; two in one millisecond would otherwise tie).
+    private let lastArrivals = ArrivalStamps()
+
+    /// `now` in whole milliseconds, later than the subject's earlier arrival in this process.
+    private func arrivalTime(of subjectDigest: String, now: Date) -> Date {
+        let milliseconds = Int64((now.timeIntervalSince1970 * 1000).rounded())
+        let stamped = lastArrivals.stamps.withLock { last in
+            if last.count > 10_000 { last = last.filter { $0.value > milliseconds - 1_000 } }
+            let stamped = max(milliseconds, (last[subjectDigest] ?? 0) + 1)
+            last[subjectDigest] = stamped
+            return stamped
+        }
+        return Date(timeIntervalSince1970: Double(stamped) / 1000)
+    }
 
     /// Creates the receiver over its parts.
     public init(
@@ -56,11 +73,12 @@ public struct NotificationReceiver: Sendable {
         let inserted = try await storing {
             // The event in Apple's shape, as the processing decodes it.
             let json = String(decoding: try WebhookEvent.encoder.encode(event), as: UTF8.self)
+            let subjectDigest = try await audit.digest(event.sub)
             let entry = InboxEntry(
                 jti: notification.jti,
-                receivedAt: now,
+                receivedAt: arrivalTime(of: subjectDigest, now: now),
                 eventType: event.type.rawValue,
-                subjectDigest: try await audit.digest(event.sub),
+                subjectDigest: subjectDigest,
                 sealedEvent: try vault.seal(json, context: SealingContext.notification(notification.jti)),
                 attempts: 0
             )
@@ -74,4 +92,9 @@ public struct NotificationReceiver: Sendable {
         if inserted { wakeups.notify(.notifications) }
         return inserted
     }
+}
+
+/// The last arrival times a ``NotificationReceiver`` stamped, by subject.
+private final class ArrivalStamps: Sendable {
+    let stamps = Mutex<[String: Int64]>([:])
 }

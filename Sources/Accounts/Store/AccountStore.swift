@@ -17,6 +17,8 @@ public enum NonceConsumption: Sendable, Equatable {
 public protocol AccountLookup: Sendable {
     /// The account whose subject hash is one of `subjectHashes`.
     func account(subjectHashes: [String]) async throws -> AccountRecord?
+    /// Every account whose subject hash is one of `subjectHashes`, in one read.
+    func accounts(subjectHashes: [String]) async throws -> [AccountRecord]
 }
 
 public protocol AccountStore: AccountLookup {

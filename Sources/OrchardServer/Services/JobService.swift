@@ -31,10 +31,11 @@ public struct JobService: Service {
     }
 
     /// Drains each kind once, one kind after the other, as the loops would on a tick: passes until one claims less than
-    /// a full batch. Returns how many jobs each kind claimed. For tests that drive the jobs instead of a tick.
-    public func runPasses() async -> [JobKind: Int] {
+    /// a full batch (only `kinds`, when given). Returns how many jobs each kind claimed. For tests that drive the jobs
+    /// instead of a tick.
+    public func runPasses(only kinds: Set<JobKind>? = nil) async -> [JobKind: Int] {
         var claimed: [JobKind: Int] = [:]
-        for handler in handlers {
+        for handler in handlers where kinds?.contains(handler.kind) ?? true {
             var logger = self.logger
             logger[metadataKey: "worker"] = "\(handler.kind)"
             claimed[handler.kind] = await drain(handler, logger: logger)

@@ -114,6 +114,78 @@ extension SQLAccountStore: AccountChangeStore {
         return outcome
     }
 
+    /// Applies email-forwarding changes of different accounts in one transaction of at most five statements: the
+    /// notifications still unprocessed are marked processed (so a notification another replica finished meanwhile
+    /// changes nothing), their accounts are updated in one `UPDATE … FROM` where each still meets its grant condition,
+    /// the marks of those that did not are corrected, and their webhooks are inserted in one statement.
+    public func applyForwardingChanges(_ changes: [AccountChange]) async throws -> [AccountChangeOutcome] {
+        guard let at = changes.first?.at.milliseconds else { return [] }
+        let rows: [(jti: String, accountID: String, forwarding: String, grantedNoLaterThan: Int64)] = changes.compactMap { change in
+            guard case .setEmailForwarding(let forwarding) = change.action, let jti = change.completesNotification,
+                case .grantedNoLaterThan(let limit) = change.condition
+            else { return nil }
+            return (jti, change.accountID, forwarding.rawValue, limit.milliseconds)
+        }
+        precondition(rows.count == changes.count, "applyForwardingChanges takes email-forwarding changes that complete a notification")
+        let (marked, applied, existing) = try await database.transaction { db in
+            let marked = Set(
+                try await db.raw(
+                    """
+                    UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = 'processed',
+                        next_attempt_at = NULL, lease_until = NULL
+                    WHERE jti IN (\(binds: rows.map(\.jti))) AND processed_at IS NULL
+                    RETURNING jti
+                    """
+                ).all().map { try $0.string("jti") }
+            )
+            let updates = rows.filter { marked.contains($0.jti) }
+            guard !updates.isEmpty else { return (marked, Set<String>(), Set<String>()) }
+            let values = updates.map { row -> SQLQueryString in
+                """
+                SELECT CAST(\(bind: row.accountID) AS TEXT) AS id, CAST(\(bind: row.forwarding) AS TEXT) AS forwarding,
+                    CAST(\(bind: row.grantedNoLaterThan) AS BIGINT) AS granted_limit
+                """
+            }.joined(separator: " UNION ALL ")
+            let applied = Set(
+                try await db.raw(
+                    """
+                    UPDATE accounts SET email_forwarding = v.forwarding, updated_at = \(bind: at)
+                    FROM (\(values)) AS v
+                    WHERE accounts.id = v.id AND COALESCE(accounts.granted_at, accounts.created_at) <= v.granted_limit
+                    RETURNING accounts.id
+                    """
+                ).all().map { try $0.string("id") }
+            )
+            let unchanged = updates.filter { !applied.contains($0.accountID) }
+            var existing = Set<String>()
+            if !unchanged.isEmpty {
+                existing = Set(
+                    try await db.raw("SELECT id FROM accounts WHERE id IN (\(binds: unchanged.map(\.accountID)))").all()
+                        .map { try $0.string("id") }
+                )
+                for (outcome, group) in [
+                    ("predates_grant", unchanged.filter { existing.contains($0.accountID) }),
+                    ("unknown_subject", unchanged.filter { !existing.contains($0.accountID) }),
+                ]
+                where !group.isEmpty {
+                    try await db.raw(
+                        "UPDATE notification_inbox SET outcome = \(bind: outcome) WHERE jti IN (\(binds: group.map(\.jti)))"
+                    ).run()
+                }
+            }
+            let webhooks = changes.filter { applied.contains($0.accountID) && marked.contains($0.completesNotification ?? "") }
+                .flatMap(\.webhooks)
+            if !webhooks.isEmpty { try await Self.insertWebhooks(webhooks, on: db) }
+            return (marked, applied, existing)
+        }
+        for row in rows where applied.contains(row.accountID) { database.changed(account: row.accountID) }
+        return rows.map { row in
+            if !marked.contains(row.jti) { return .gone }
+            if applied.contains(row.accountID) { return .applied(revocation: nil) }
+            return existing.contains(row.accountID) ? .superseded : .gone
+        }
+    }
+
     /// A change's condition as SQL to add to its statement's `WHERE` (empty for none).
     static func sql(_ condition: ChangeCondition?) -> SQLQueryString {
         switch condition {
@@ -138,6 +210,22 @@ extension SQLAccountStore {
             INSERT INTO webhook_outbox (id, event_id, event_type, url, body, status, attempts, next_attempt_at, created_at)
             VALUES (\(bind: delivery.id), \(bind: delivery.eventID), \(bind: delivery.eventType), \(bind: delivery.url),
                 \(bind: delivery.body), 'pending', 0, \(bind: delivery.createdAt.milliseconds), \(bind: delivery.createdAt.milliseconds))
+            """
+        ).run()
+    }
+
+    /// Adds webhook deliveries to the outbox in one statement (inside the caller's transaction).
+    static func insertWebhooks(_ deliveries: [WebhookDelivery], on db: any SQLDatabase) async throws {
+        let values = deliveries.map { delivery -> SQLQueryString in
+            """
+            (\(bind: delivery.id), \(bind: delivery.eventID), \(bind: delivery.eventType), \(bind: delivery.url),
+                \(bind: delivery.body), 'pending', 0, \(bind: delivery.createdAt.milliseconds), \(bind: delivery.createdAt.milliseconds))
+            """
+        }.joined(separator: ", ")
+        try await db.raw(
+            """
+            INSERT INTO webhook_outbox (id, event_id, event_type, url, body, status, attempts, next_attempt_at, created_at)
+            VALUES \(values)
             """
         ).run()
     }

@@ -85,6 +85,14 @@ public struct SQLAccountStore: AccountStore {
         ).first.map(Self.account(from:))
     }
 
+    /// Every account whose subject hash is one of `subjectHashes`, in one read.
+    public func accounts(subjectHashes: [String]) async throws -> [AccountRecord] {
+        guard !subjectHashes.isEmpty else { return [] }
+        return try await database.read(
+            "SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE subject_hash IN (\(binds: subjectHashes))"
+        ).map(Self.account(from:))
+    }
+
     /// The account with this id.
     public func account(id: String) async throws -> AccountRecord? {
         try await database.read("SELECT \(unsafeRaw: Self.accountColumns) FROM accounts WHERE id = \(bind: id)").first.map(Self.account(from:))

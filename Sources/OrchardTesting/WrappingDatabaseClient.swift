@@ -1,0 +1,34 @@
+public import Accounts
+public import Storage
+
+/// A test database client around another, which hands what it does not watch straight to the wrapped one.
+public protocol WrappingDatabaseClient: DatabaseClient {
+    /// The wrapped client.
+    var base: any DatabaseClient { get }
+}
+
+extension WrappingDatabaseClient {
+    /// The wrapped database's dialect.
+    public var flavor: DatabaseFlavor { base.flavor }
+
+    /// The wrapped database's session read.
+    public func session(
+        tokenHash: String,
+        mayRemember: Bool,
+        read: () async throws -> SessionWithAccount?
+    ) async throws -> SessionWithAccount? {
+        try await base.session(tokenHash: tokenHash, mayRemember: mayRemember, read: read)
+    }
+
+    /// The wrapped database's.
+    public func changed(account accountID: String) { base.changed(account: accountID) }
+
+    /// The wrapped database's.
+    public var withoutDeadline: any DatabaseClient { base.withoutDeadline }
+
+    /// The wrapped database's.
+    public func purgeDeletedData() async throws { try await base.purgeDeletedData() }
+
+    /// The wrapped database's.
+    public func close() async { await base.close() }
+}
