@@ -109,6 +109,11 @@ public final class ServeProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Sends `signal` (`SIGSTOP`, `SIGCONT`, ...).
+    public func send(_ signal: Int32) {
+        if process.isRunning { Foundation.kill(process.processIdentifier, signal) }
+    }
+
     /// Whether the process has exited.
     public var hasExited: Bool { !process.isRunning }
 

@@ -32,6 +32,7 @@ struct PreparedSQLDatabase: SQLDatabase {
 
     func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
         let (sql, binds) = serialize(query)
+        try connection.ensureOpen()
         guard !binds.isEmpty else {
             // BEGIN, COMMIT, SET LOCAL and the like: no plan to keep.
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {

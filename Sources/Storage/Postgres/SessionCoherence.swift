@@ -332,6 +332,7 @@ final class SessionCoherence: Sendable {
             while true {
                 try Task.checkCancellation()
                 let sent = ContinuousClock.now
+                try connection.ensureOpen()
                 let lease = Int64(Self.lease.nanoseconds / 1_000_000)
                 _ = try await connection.query(
                     """
@@ -345,6 +346,7 @@ final class SessionCoherence: Sendable {
                 renewals += 1
                 if renewals % 120 == 1 {
                     // Registrations of replicas that died long ago.
+                    try connection.ensureOpen()
                     _ = try await connection.query(
                         "DELETE FROM session_cache_replicas WHERE lease_until < (extract(epoch from clock_timestamp()) * 1000)::bigint - 3600000",
                         logger: logger
@@ -353,7 +355,7 @@ final class SessionCoherence: Sendable {
                 try await Task.sleep(until: sent + Self.renewEvery)
             }
         } catch {
-            if Task.isCancelled {
+            if Task.isCancelled, !connection.isClosed {
                 // Stopping: withdrawn at once rather than left to lapse, so that no change waits for it.
                 _ = try? await connection.query("DELETE FROM session_cache_replicas WHERE id = \(registration)", logger: logger)
             }
@@ -371,6 +373,7 @@ final class SessionCoherence: Sendable {
             memory.mark(String(parts[1]), target)
             invalidations.increment()
             let ack = "A|\(parts[1])|\(registration)"
+            try connection.ensureOpen()
             _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(ack))", logger: logger)
         case "A" where parts.count == 3:
             let waiter = state.withLock { $0.waiters[String(parts[1])] }

@@ -1,0 +1,221 @@
+import AppleIDEmulator
+import Foundation
+import Logging
+import NIOHTTP1
+import OrchardTesting
+import SQLKit
+import Storage
+import Synchronization
+import Testing
+
+/// Three `orchard serve` replicas on one PostgreSQL database, each answering session checks from memory, tried the way
+/// that would break a cache: sessions ended on one replica while every replica is asked for them at once, a replica
+/// stopped past its lease, the database cutting every connection.
+@Suite(
+    "Replicas answer session checks from memory and never accept an ended one",
+    .enabled(if: TestDatabase.postgresAdminURL != nil, "needs ORCHARD_TEST_POSTGRES_URL")
+)
+struct SessionCacheReplicaTests {
+    static let clientID = "com.example.orchard.app"
+
+    struct Replicas {
+        let setup: ServeProcessTests.Setup
+        let database: TestDatabase
+        let replicas: [ServeProcess]
+
+        static func start(_ count: Int = 3) async throws -> Replicas {
+            let setup = try await ServeProcessTests.Setup.start()
+            let database = try await TestDatabase.make(.postgres)
+            guard case .postgres(let url) = database.url else { throw CancellationError() }
+            var environment = setup.environment
+            environment["ORCHARD_DATABASE_URL"] = url
+            var replicas: [ServeProcess] = []
+            for _ in 0..<count {
+                replicas.append(try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http))
+            }
+            return Replicas(setup: setup, database: database, replicas: replicas)
+        }
+
+        func client(_ index: Int) -> OrchardClient { setup.client(replicas[index]) }
+        var clients: [OrchardClient] { replicas.indices.map(client) }
+
+        /// Signs in a new user on replica `index`; their session token.
+        func signIn(on index: Int) async throws -> (token: String, user: EmulatedUser) {
+            let user = setup.emulator.makeUser()
+            let response = try await client(index).signIn(user, clientID: SessionCacheReplicaTests.clientID).response
+            let token = try #require((response.json["session"] as? [String: Any])?["token"] as? String, "\(response.status)")
+            return (token, user)
+        }
+
+        /// Waits until every replica answers each token from memory.
+        func warm(_ tokens: [String]) async -> Bool {
+            for client in clients {
+                for token in tokens where !(await client.warmSessionCache(token: token)) { return false }
+            }
+            return true
+        }
+
+        func stop() async {
+            for replica in replicas { await replica.terminate() }
+            await database.remove()
+            await setup.stop()
+        }
+
+        static func with(_ count: Int = 3, _ body: (Replicas) async throws -> Void) async throws {
+            let replicas = try await start(count)
+            do {
+                try await body(replicas)
+            } catch {
+                await replicas.stop()
+                throw error
+            }
+            await replicas.stop()
+        }
+    }
+
+    /// Asks every replica for `token`'s session, over and over, until stopped, keeping their memories warm; records
+    /// when each check was sent and what it got.
+    final class Checker: Sendable {
+        struct Check {
+            let sent: ContinuousClock.Instant
+            let status: Int
+        }
+
+        let checks = Mutex<[Check]>([])
+        private let task = Mutex<Task<Void, Never>?>(nil)
+
+        init(_ clients: [OrchardClient], token: String) {
+            let task = Task {
+                while !Task.isCancelled {
+                    for client in clients {
+                        let sent = ContinuousClock.now
+                        if let response = try? await client.request(.GET, "/v1/session", bearer: token) {
+                            self.checks.withLock { $0.append(Check(sent: sent, status: response.status)) }
+                        }
+                    }
+                }
+            }
+            self.task.withLock { $0 = task }
+        }
+
+        /// Stops, and returns the checks sent after `instant` that were answered 200.
+        func stop(acceptedAfter instant: ContinuousClock.Instant) async -> Int {
+            let task = self.task.withLock { $0 }
+            task?.cancel()
+            await task?.value
+            return checks.withLock { $0.filter { $0.sent > instant && $0.status == 200 }.count }
+        }
+    }
+
+    /// Ends a session through `end` while every replica is being asked for it; then asks every replica again the moment
+    /// the answer arrives. No check sent after the answer may be accepted.
+    static func endWhileChecked(
+        _ replicas: Replicas,
+        token: String,
+        _ end: () async throws -> Void
+    ) async throws {
+        let checker = Checker(replicas.clients, token: token)
+        try await Task.sleep(for: .milliseconds(200))
+        try await end()
+        let answered = ContinuousClock.now
+        for client in replicas.clients {
+            let status = try await client.request(.GET, "/v1/session", bearer: token).status
+            #expect(status == 401, "a replica accepted the session right after it ended")
+        }
+        #expect(await checker.stop(acceptedAfter: answered) == 0, "a check sent after the end was accepted")
+    }
+
+    @Test("sign-out, account deletion and Apple's consent-revoked on one replica: no replica accepts the session afterwards")
+    func endsOnOneReplica() async throws {
+        try await Replicas.with { replicas in
+            var users: [(token: String, user: EmulatedUser)] = []
+            for index in 0..<6 { users.append(try await replicas.signIn(on: index % 3)) }
+            #expect(await replicas.warm(users.map(\.token)))
+
+            // Sign-outs, each on another replica than the one that signed the user in.
+            for (index, user) in users[0..<2].enumerated() {
+                try await Self.endWhileChecked(replicas, token: user.token) {
+                    let response = try await replicas.client((index + 1) % 3).request(.DELETE, "/v1/session", bearer: user.token)
+                    #expect(response.status == 204)
+                }
+            }
+            // Deletions.
+            for (index, user) in users[2..<4].enumerated() {
+                try await Self.endWhileChecked(replicas, token: user.token) {
+                    let response = try await replicas.client((index + 2) % 3).request(.DELETE, "/v1/account", bearer: user.token)
+                    #expect(response.status == 200)
+                }
+            }
+            // Apple's consent-revoked: processing follows the notification's 200; once one replica refuses, none may
+            // accept again, and all refuse within 2 s of the 200.
+            for (index, user) in users[4..<6].enumerated() {
+                let payload = try replicas.setup.emulator.signNotification(type: "consent-revoked", sub: user.user.sub, clientID: Self.clientID)
+                let checker = Checker(replicas.clients, token: user.token)
+                let posted = try await replicas.client(index).request(.POST, "/v1/apple/notifications", json: ["payload": payload])
+                #expect(posted.status == 200)
+                let accepted = ContinuousClock.now
+                #expect(
+                    await eventually(timeout: 10) {
+                        checker.checks.withLock { $0.contains { $0.sent > accepted && $0.status == 401 } }
+                    }
+                )
+                let firstRefusal = checker.checks.withLock { $0.first { $0.sent > accepted && $0.status == 401 }?.sent } ?? accepted
+                #expect(await checker.stop(acceptedAfter: firstRefusal) == 0, "accepted after a replica had refused")
+                #expect(firstRefusal - accepted < .seconds(2), "refused \(firstRefusal - accepted) after the notification's 200")
+            }
+            // The untouched replicas' memories still answer for live sessions.
+            let live = try await replicas.signIn(on: 0)
+            #expect(await replicas.warm([live.token]))
+        }
+    }
+
+    @Test("a replica stopped past its lease holds a sign-out up for at most the lease, and refuses the session when it resumes")
+    func stoppedReplica() async throws {
+        try await Replicas.with { replicas in
+            let user = try await replicas.signIn(on: 0)
+            #expect(await replicas.warm([user.token]))
+            replicas.replicas[2].send(SIGSTOP)
+            let started = ContinuousClock.now
+            let response = try await replicas.client(0).request(.DELETE, "/v1/session", bearer: user.token)
+            let took = ContinuousClock.now - started
+            #expect(response.status == 204)
+            #expect(took < .seconds(4), "the sign-out waited \(took) for a stopped replica")
+            replicas.replicas[2].send(SIGCONT)
+            let resumed = try await replicas.client(2).request(.GET, "/v1/session", bearer: user.token)
+            #expect(resumed.status == 401, "the stopped replica answered its old memory after resuming")
+            #expect(resumed.code == "session_revoked")
+        }
+    }
+
+    @Test("the database ends every connection during sign-outs: each sign-out that is answered is refused everywhere")
+    func terminatedConnections() async throws {
+        try await Replicas.with { replicas in
+            var tokens: [String] = []
+            for index in 0..<6 { tokens.append(try await replicas.signIn(on: index % 3).token) }
+            #expect(await replicas.warm(tokens))
+            // Every replica has its listener connection, named as the contract says.
+            let listeners = try await replicas.database.client.read(
+                "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE application_name = 'orchard-listener' AND datname = current_database()"
+            ).first?.decode(column: "n", as: Int.self)
+            #expect(listeners == 3)
+            for (index, token) in tokens.enumerated() {
+                try await Self.endWhileChecked(replicas, token: token) {
+                    _ = try await replicas.database.client.read(
+                        """
+                        SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+                        WHERE application_name LIKE 'orchard%' AND datname = current_database() AND pid <> pg_backend_pid()
+                        """
+                    )
+                    // The sign-out may meet the outage (503); it is tried again until answered.
+                    var status = 0
+                    let deadline = ContinuousClock.now + .seconds(30)
+                    while status != 204, ContinuousClock.now < deadline {
+                        status = (try? await replicas.client(index % 3).request(.DELETE, "/v1/session", bearer: token))?.status ?? 0
+                        if status == 401 { break }
+                    }
+                    #expect(status == 204 || status == 401, "sign-out answered \(status)")
+                }
+            }
+        }
+    }
+}
