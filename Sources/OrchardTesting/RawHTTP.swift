@@ -151,9 +151,10 @@ private final class Timeline: Sendable {
     func closed() { times.withLock { $0.closed = .now() } }
 
     /// Sets the moment the server's deadline is measured from: now, when something was just written (on the event
-    /// loop), else the last byte read (or the opening, when nothing was read).
+    /// loop), else the last byte read, or the opening when nothing was read. The connect may return before the event
+    /// loop has handled `channelActive`: then the opening is now, a moment after the connection really opened.
     func markReference(written: Bool) {
-        times.withLock { $0.reference = written ? .now() : $0.lastRead ?? $0.opened }
+        times.withLock { $0.reference = written ? .now() : $0.lastRead ?? $0.opened ?? .now() }
     }
 
     /// Marks the wait as given up, unless the connection has closed already: `true` when the caller should close it.
