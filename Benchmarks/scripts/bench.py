@@ -53,6 +53,7 @@ def options():
     p.add_argument("--signin-duration", type=int, default=10)
     p.add_argument("--signin-workers", type=int, default=8, help="concurrent sign-ins (Python threads)")
     p.add_argument("--verify-seconds", type=float, default=5)
+    p.add_argument("--sign-outs", type=int, default=300, help="sign-outs timed with three PostgreSQL replicas")
     p.add_argument("--skip-inprocess", action="store_true")
     p.add_argument("--postgres-url", default=os.environ.get("ORCHARD_BENCH_POSTGRES_URL"))
     opts = p.parse_args()
@@ -98,7 +99,7 @@ def start_emulator(opts):
     return child, base, key
 
 
-def start_serve(opts, name, database_url, emulator_base, key):
+def start_serve(opts, name, database_url, emulator_base, key, extra_env=None):
     port = free_port()
     env = clean_environment()
     env.update({
@@ -109,6 +110,7 @@ def start_serve(opts, name, database_url, emulator_base, key):
         # One load generator on one address: the per-client limit would measure the limiter, not the path.
         "ORCHARD_RATE_LIMIT_PER_MINUTE": "0",
     })
+    env.update(extra_env or {})
     child = Child(name, [opts.orchard, "serve"], env, os.path.join(opts.work_dir, f"{name}.log"))
     base = f"http://127.0.0.1:{port}"
     wait_until_answering(child, base, "/health/live")
@@ -184,16 +186,22 @@ def expect_answers(name, result, all_non2xx=False):
         raise BenchError(f"{name}: {result['non2xx']} of {result['requests']} answers had an unexpected status")
 
 
-def http_paths(opts, serve, base, emulator, session_token, results, prefix, with_nonce_path):
+def http_paths(opts, serve, base, emulator, session_token, results, prefix, with_nonce_path, bearers=None):
     """The anchor and the paths against it, in `--rounds` interleaved rounds (bare, session, nonce, bare, ...).
 
     Each path's ratio is the median of its per-round ratios to the anchor measured at the start of the same round, so a
     change in the host's load between the anchor's run and a path's run moves one round, not the figure.
     """
     Client(base).json("GET", "/v1/session", headers={"Authorization": f"Bearer {session_token}"})
+    session = {"headers": [f"Authorization: Bearer {session_token}"]}
+    if bearers:
+        # Many sessions, one after another on each connection: a file of tokens, round robin.
+        tokens_file = os.path.join(opts.work_dir, f"{prefix}bearers.txt")
+        with open(tokens_file, "w") as f:
+            f.write("\n".join(bearers) + "\n")
+        session = {"script": os.path.join(WRK, "bearers.lua"), "script_args": [tokens_file]}
     paths = [("bare", "bare route", base + "/health/live", {}, False),
-             ("session", "session check", base + "/v1/session",
-              {"headers": [f"Authorization: Bearer {session_token}"]}, False)]
+             ("session", "session check", base + "/v1/session", session, False)]
     if with_nonce_path:
         # A genuinely signed token whose nonce Orchard never issued: verification, then one nonce lookup, then 401.
         nonce = "never-issued-" + secrets.token_hex(16)
@@ -335,6 +343,65 @@ def postgres_database(admin_url, name, create):
     return head.rsplit("/", 1)[0] + "/" + name + (("?" + tail) if tail else "")
 
 
+def pgbench(opts, admin_url):
+    """PostgreSQL's own limit on this machine: `pgbench -S -M prepared` (one indexed SELECT per transaction, as a
+    session check that misses the memory is) with --connections clients on a scale-1 database of the same cluster."""
+    binary = next((os.path.join(d, "pgbench") for d in sorted(os.listdir("/usr/lib/postgresql"), reverse=True)
+                   for d in [os.path.join("/usr/lib/postgresql", d, "bin")] if os.path.exists(os.path.join(d, "pgbench"))),
+                  "pgbench")
+    name = f"orchard_pgbench_{os.getpid()}"
+    url = postgres_database(admin_url, name, create=True)
+    try:
+        subprocess.run([binary, "-i", "-s", "1", "-q", url], check=True, capture_output=True, timeout=300)
+        done = subprocess.run([binary, "-S", "-M", "prepared", "-n", "-c", str(opts.connections), "-j",
+                               str(opts.threads), "-T", str(opts.duration), url],
+                              check=True, capture_output=True, text=True, timeout=opts.duration + 120)
+        m = re.search(r"tps = ([\d.]+) \(without initial connection time\)", done.stdout)
+        latency = re.search(r"latency average = ([\d.]+) ms", done.stdout)
+        if not m:
+            raise BenchError(f"unreadable pgbench output:\n{done.stdout}")
+        return {"tps": float(m.group(1)), "latency_avg_ms": float(latency.group(1)) if latency else None}
+    finally:
+        postgres_database(admin_url, name, create=False)
+
+
+def sign_out_latency(opts, pg_url, emulator_base, key, count):
+    """Three replicas with the session memory on one database: `count` users signed in round robin, every session
+    checked on every replica (so each memory holds it), then signed out one at a time, each on the replica after the
+    one that signed it in. The sign-out's latency includes waiting for the two other replicas' acknowledgements."""
+    replicas = [start_serve(opts, f"serve-replica-{i}", pg_url, emulator_base, key) for i in range(3)]
+    try:
+        clients = [Client(base) for _, base in replicas]
+        emulator = Client(emulator_base)
+        tokens = [sign_in(clients[i % 3], emulator)[0] for i in range(count)]
+        # Each replica warms up for 5.5 s after it starts listening before its memory answers.
+        time.sleep(6)
+        for token in tokens:
+            for client in clients:
+                client.json("GET", "/v1/session", headers={"Authorization": f"Bearer {token}"})
+        latencies = []
+        for i, token in enumerate(tokens):
+            start = time.monotonic()
+            status, body = clients[(i + 1) % 3].call("DELETE", "/v1/session", None,
+                                                      headers={"Authorization": f"Bearer {token}"})
+            latencies.append((time.monotonic() - start) * 1000)
+            if status != 204:
+                raise BenchError(f"a sign-out was answered {status}: {body[:300]!r}")
+        refused = 0
+        for token in tokens[:50]:
+            for client in clients:
+                status, _ = client.call("GET", "/v1/session", None, headers={"Authorization": f"Bearer {token}"})
+                refused += status == 401
+        if refused != 3 * min(50, len(tokens)):
+            raise BenchError("a replica accepted a session after its sign-out was answered")
+        latencies.sort()
+        pct = lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]  # noqa: E731
+        return {"sign_outs": len(latencies), "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": latencies[-1]}
+    finally:
+        for child, _ in replicas:
+            child.stop()
+
+
 # MARK: Run
 
 def main():
@@ -372,7 +439,8 @@ def main():
             pg_serve, pg_base = start_serve(opts, "serve-postgres", pg_url, emulator_base, key)
             children.append(pg_serve)
             print(f"serve (PostgreSQL) at {pg_base}: signing in {len(subs)} users ...", flush=True)
-            pg_token = [sign_in(Client(pg_base), emulator, sub)[0] for sub in subs][-1]
+            pg_tokens = [sign_in(Client(pg_base), emulator, sub)[0] for sub in subs]
+            pg_token = pg_tokens[-1]
         print(f"signing {opts.payloads} notifications in the emulator ...", flush=True)
         payloads, distinct, took = sign_notifications(opts, emulator_base, subs)
         results["payloads"] = {"count": distinct, "seconds": took}
@@ -381,8 +449,21 @@ def main():
         serve.stop()
         if opts.postgres_url:
             print(f"serve (PostgreSQL) at {pg_base}: session check, ingest ...", flush=True)
-            http_paths(opts, pg_serve, pg_base, emulator, pg_token, results, "postgres_", with_nonce_path=False)
+            http_paths(opts, pg_serve, pg_base, emulator, pg_token, results, "postgres_", with_nonce_path=False,
+                       bearers=pg_tokens[:opts.connections])
             results["postgres_ingest"] = ingest(opts, pg_serve, pg_base, pg_url, payloads, distinct)
+            pg_serve.stop()
+            off, off_base = start_serve(opts, "serve-postgres-nocache", pg_url, emulator_base, key,
+                                        {"ORCHARD_SESSION_CACHE": "off"})
+            children.append(off)
+            print(f"serve (PostgreSQL, ORCHARD_SESSION_CACHE=off) at {off_base}: session check ...", flush=True)
+            http_paths(opts, off, off_base, emulator, pg_token, results, "postgres_nocache_", with_nonce_path=False,
+                       bearers=pg_tokens[:opts.connections])
+            off.stop()
+            print("pgbench -S -M prepared on the same cluster ...", flush=True)
+            results["postgres_pgbench"] = pgbench(opts, opts.postgres_url)
+            print("sign-out latency with three replicas ...", flush=True)
+            results["postgres_sign_out"] = sign_out_latency(opts, pg_url, emulator_base, key, opts.sign_outs)
         status = 0
     except BenchError as error:
         print(f"FAILED: {error}", file=sys.stderr)
@@ -416,7 +497,7 @@ def print_table(r):
         o, s, p = ip["orchard_verify_per_s"], ip["openssl_rsa2048_verify_per_s"], ip["pyjwt_decode_per_s"]
         print("\nIdentity-token verification, one thread          per s    ratio")
         print(f"  Orchard AppleTokenVerifier (whole check)     {o:9.0f}")
-        print(f"  openssl speed rsa2048, verify, 1 core        {s:9.0f}   Orchard / openssl = {o / s:.2f} (goal >= 0.8)")
+        print(f"  openssl speed rsa2048, verify, 1 core        {s:9.0f}   Orchard / openssl = {o / s:.2f} (goal >= 0.6)")
         print(f"  PyJWT {ip['pyjwt_version']} jwt.decode (django-allauth)     {p:9.0f}   Orchard / PyJWT = {o / p:.2f}")
         print(f"  RS256 alone, BoringSSL via swift-crypto      {ip['boringssl_rs256_per_s']:9.0f}   "
               f"Orchard / BoringSSL RS256 = {o / ip['boringssl_rs256_per_s']:.2f}")
@@ -425,8 +506,8 @@ def print_table(r):
             j, js = ip["foundation_claims_decode_per_s"], ip["foundation_json_serialization_per_s"]
             print(f"  claims JSON alone, Foundation JSONDecoder    {j:9.0f}")
             print(f"  the same JSON, Foundation JSONSerialization  {js:9.0f}")
-            budget = 1e6 / (0.8 * s) - 1e6 / s
-            print(f"  per verification: Orchard {1e6 / o:.1f} us, openssl's RSA {1e6 / s:.1f} us, the 0.8 goal leaves "
+            budget = 1e6 / (0.6 * s) - 1e6 / s
+            print(f"  per verification: Orchard {1e6 / o:.1f} us, openssl's RSA {1e6 / s:.1f} us, the 0.6 goal leaves "
                   f"{budget:.1f} us around it; Foundation's JSON alone takes {1e6 / j:.1f} us "
                   f"(JSONSerialization {1e6 / js:.1f} us)")
     rows = [("sqlite_bare", "GET /health/live (anchor)", None, "sqlite_bare"),
@@ -435,7 +516,9 @@ def print_table(r):
             ("sqlite_signin", "sign-in end to end", None, None),
             ("sqlite_ingest", "POST /v1/apple/notifications", ">=2000/s", "sqlite_bare"),
             ("postgres_bare", "PG GET /health/live", None, "postgres_bare"),
-            ("postgres_session", "PG GET /v1/session", ">=0.6, p99<5ms", "postgres_bare"),
+            ("postgres_session", "PG GET /v1/session (memory)", ">=0.5, p99<=2x", "postgres_bare"),
+            ("postgres_nocache_bare", "PG GET /health/live, cache off", None, "postgres_nocache_bare"),
+            ("postgres_nocache_session", "PG GET /v1/session, cache off", ">=0.3", "postgres_nocache_bare"),
             ("postgres_ingest", "PG POST /v1/apple/notifications", ">=2000/s", "postgres_bare")]
     print(f"\n{'path':34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'x bare':>6} {'CPU ms/req':>10} "
           f"{'peak RSS':>9}  target")
@@ -471,6 +554,16 @@ def print_table(r):
             if x["duplicates"]:
                 print(f"  WARNING: the {x['distinct_payloads']} JWSs ran out and were sent again; the stored rate is a "
                       f"floor (the repeats, answered duplicate, count in req/s): run again with more --payloads")
+    if r.get("postgres_pgbench"):
+        g = r["postgres_pgbench"]
+        bare = r.get("postgres_bare", {}).get("rps")
+        print(f"\npgbench -S -M prepared, same cluster, {r['options']['connections']} clients: {g['tps']:.0f} "
+              f"transactions/s (average latency {g['latency_avg_ms']} ms)"
+              + (f"; Orchard's bare route / pgbench = {bare / g['tps']:.2f}" if bare else ""))
+    if r.get("postgres_sign_out"):
+        o = r["postgres_sign_out"]
+        print(f"\nsign-out with three replicas remembering the session: {o['sign_outs']} sign-outs, p50 "
+              f"{o['p50_ms']:.2f} ms, p99 {o['p99_ms']:.2f} ms, max {o['max_ms']:.2f} ms (target p99 < 20 ms)")
     if r.get("sqlite_signin"):
         s = r["sqlite_signin"]
         print(f"\nsign-in: {s['requests']} new users in {r['options']['signin_duration']} s from "
