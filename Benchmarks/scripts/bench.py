@@ -32,6 +32,8 @@ from benchlib import BenchError, Child, Client, free_port, metric_sum, run_wrk, 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WRK = os.path.join(HERE, "wrk")
 CLIENT_ID = "com.example.orchard.app"
+# One vault key for the run: every serve on one database (a second serve, the replicas) opens what another sealed.
+VAULT_KEYS = "k1:" + base64.b64encode(secrets.token_bytes(32)).decode()
 
 
 def options():
@@ -105,7 +107,7 @@ def start_serve(opts, name, database_url, emulator_base, key, extra_env=None):
     env.update({
         "APPLE_TEAM_ID": "EMULATOR01", "APPLE_KEY_ID": "EMULATORK1", "APPLE_PRIVATE_KEY_FILE": key,
         "APPLE_CLIENT_IDS": CLIENT_ID, "APPLE_BASE_URL": emulator_base,
-        "ORCHARD_VAULT_KEYS": "k1:" + base64.b64encode(secrets.token_bytes(32)).decode(),
+        "ORCHARD_VAULT_KEYS": VAULT_KEYS,
         "ORCHARD_DATABASE_URL": database_url, "ORCHARD_HOST": "127.0.0.1", "ORCHARD_PORT": str(port),
         # One load generator on one address: the per-client limit would measure the limiter, not the path.
         "ORCHARD_RATE_LIMIT_PER_MINUTE": "0",

@@ -31,7 +31,7 @@ struct NotificationBatchTests {
                 _ = try await h.signUp(user)
                 users.append(user)
             }
-            // The same subject twice, in arrival order: taken one by one, in that order.
+            // The same subject twice, in arrival order: the later one in a second round, after the first committed.
             let twice = users[0]
             for (index, user) in users.enumerated() {
                 let payload = try h.emulator.signNotification(type: "email-disabled", sub: user.sub, clientID: OrchardHarness.clientID)
@@ -45,8 +45,7 @@ struct NotificationBatchTests {
             let claimed = await h.runJobs(.notifications)
             #expect(claimed[.notifications] == 41)
             let statements = database.statements
-            // The claim, the batch's lookup and transaction, the pair's changes one by one, the completion: five per
-            // notification, one by one.
+            // The claim, two rounds of a lookup and a transaction, the completion; one by one, five per notification.
             #expect(statements <= 25, "\(statements) statements for 41 notifications: \(database.sent.map { String($0.prefix(60)) })")
             #expect(try await h.database.count("SELECT COUNT(*) AS n FROM notification_inbox WHERE processed_at IS NULL") == 0)
             #expect(try await h.database.count("SELECT COUNT(*) AS n FROM notification_inbox WHERE outcome = 'processed'") == 41)

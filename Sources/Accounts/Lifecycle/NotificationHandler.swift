@@ -83,17 +83,42 @@ public struct NotificationHandler: JobHandler {
             .sorted { ($0.receivedAt, $0.jti) < ($1.receivedAt, $1.jti) }
     }
 
-    /// Acts on most of a batch in a few statements: one read of every account the batch is about, then one transaction
-    /// for all the email-forwarding changes with their inbox marks; notifications with nothing to act on are recorded
-    /// by the engine's completion. Left to the one-by-one path: notifications that end sessions (they announce to the
-    /// replicas, one change each), those about a subject with more than one notification in the batch (their order),
-    /// and any whose event cannot be read.
+    /// Acts on most of a batch in a few statements, in rounds: the first notification of each subject, then the second,
+    /// and so on, each round one read of every account it is about, then one transaction for all its email-forwarding
+    /// changes with their inbox marks, after the round before it committed; notifications with nothing to act on are
+    /// recorded by the engine's completion. Left to the one-by-one path: notifications that end sessions (they announce
+    /// to the replicas, one change each), any whose event cannot be read, and every later notification of their
+    /// subjects (their order).
     public func performTogether(_ entries: [InboxEntry], logger: Logger) async -> [JobOutcome<String>?] {
         var outcomes = [JobOutcome<String>?](repeating: nil, count: entries.count)
-        var perSubject: [String: Int] = [:]
-        for entry in entries { perSubject[entry.subjectDigest, default: 0] += 1 }
+        // The claim sorted the entries by arrival, so a subject's k-th notification is in round k.
+        var rounds: [[Int]] = []
+        var taken: [String: Int] = [:]
+        for (index, entry) in entries.enumerated() {
+            let round = taken[entry.subjectDigest, default: 0]
+            taken[entry.subjectDigest] = round + 1
+            if rounds.count == round { rounds.append([]) }
+            rounds[round].append(index)
+        }
+        var oneByOne: Set<String> = []
+        for round in rounds {
+            let together = round.filter { !oneByOne.contains(entries[$0].subjectDigest) }
+            await performRound(together, of: entries, into: &outcomes, logger: logger)
+            for index in round where outcomes[index] == nil { oneByOne.insert(entries[index].subjectDigest) }
+        }
+        return outcomes
+    }
+
+    /// One round of ``performTogether(_:logger:)``: at most one notification per subject.
+    private func performRound(
+        _ indices: [Int],
+        of entries: [InboxEntry],
+        into outcomes: inout [JobOutcome<String>?],
+        logger: Logger
+    ) async {
         var events: [(index: Int, event: AppleNotificationEvent, candidates: [String])] = []
-        for (index, entry) in entries.enumerated() where perSubject[entry.subjectDigest] == 1 {
+        for index in indices {
+            let entry = entries[index]
             guard let sealed = entry.sealedEvent else {
                 outcomes[index] = .done("no_event")
                 continue
@@ -105,7 +130,7 @@ public struct NotificationHandler: JobHandler {
         }
         guard !events.isEmpty,
             let found = try? await accounts.accounts(subjectHashes: events.flatMap(\.candidates))
-        else { return outcomes }
+        else { return }
         let bySubjectHash = Dictionary(found.map { ($0.subjectHash, $0) }, uniquingKeysWith: { first, _ in first })
         var changing: [(index: Int, type: AppleNotificationType)] = []
         var batch: [(accountID: String, forwarding: EmailForwarding, completesNotification: String, condition: ChangeCondition)] = []
@@ -127,7 +152,7 @@ public struct NotificationHandler: JobHandler {
                 continue
             }
         }
-        guard !batch.isEmpty else { return outcomes }
+        guard !batch.isEmpty else { return }
         do {
             let applied = try await changes.setEmailForwarding(batch, at: clock.now())
             for ((index, type), outcome) in zip(changing, applied) {
@@ -138,7 +163,6 @@ public struct NotificationHandler: JobHandler {
             // Each is tried again one by one, with its own retry.
             logger.warning("a batch of notifications could not be recorded together", metadata: ["error": "\(error)"])
         }
-        return outcomes
     }
 
     /// Acts on one notification; a failure is retried with backoff.
