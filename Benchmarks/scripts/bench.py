@@ -51,6 +51,9 @@ def options():
     p.add_argument("--payloads", type=int, help="distinct notification JWSs to sign beforehand "
                    "(default 4,000 per second of ingest: ingest outran 2,200/s on SQLite; a run that repeats them "
                    "says so, since repeats are answered as duplicates and cap the stored rate)")
+    p.add_argument("--paced-rate", type=int, default=2000,
+                   help="on PostgreSQL, first a burst paced near this many notifications/s (wrk pauses each connection "
+                   "between requests), to see whether processing keeps up at that rate; 0 skips it")
     p.add_argument("--drain-timeout", type=int, default=120, help="seconds to wait for the inbox to empty after ingest")
     p.add_argument("--signin-duration", type=int, default=10)
     p.add_argument("--signin-workers", type=int, default=8, help="concurrent sign-ins (Python threads)")
@@ -288,7 +291,7 @@ def inbox_backlog(base, database_url):
             "metrics_backlog": stored - processed, "table_backlog": table}
 
 
-def ingest(opts, serve, base, database_url, payloads, distinct):
+def ingest(opts, serve, base, database_url, payloads, distinct, pace_ms=0, skip=0, connections=None):
     samples, stop = [], threading.Event()
     before = inbox_backlog(base, database_url)
 
@@ -303,8 +306,8 @@ def ingest(opts, serve, base, database_url, payloads, distinct):
     watcher.start()
     try:
         result = run_wrk(base + "/v1/apple/notifications", opts.ingest_duration, opts.threads,
-                         opts.ingest_connections, script=os.path.join(WRK, "notifications.lua"),
-                         script_args=[payloads, opts.threads])
+                         connections or opts.ingest_connections, script=os.path.join(WRK, "notifications.lua"),
+                         script_args=[payloads, opts.threads, pace_ms, skip])
     finally:
         stop.set()
         watcher.join()
@@ -408,7 +411,8 @@ def sign_out_latency(opts, pg_url, emulator_base, key, count):
 
 def main():
     opts = options()
-    opts.payloads = opts.payloads or 4000 * opts.ingest_duration
+    paced = opts.paced_rate * opts.ingest_duration * 11 // 10 if opts.postgres_url else 0
+    opts.payloads = opts.payloads or 4000 * opts.ingest_duration + paced
     # SIGTERM (Benchmarks/run forwards Ctrl-C as one) unwinds like Ctrl-C, so the finally below stops the children.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(opts.work_dir, exist_ok=True)
@@ -453,7 +457,18 @@ def main():
             print(f"serve (PostgreSQL) at {pg_base}: session check, ingest ...", flush=True)
             http_paths(opts, pg_serve, pg_base, emulator, pg_token, results, "postgres_", with_nonce_path=False,
                        bearers=pg_tokens[:opts.connections])
-            results["postgres_ingest"] = ingest(opts, pg_serve, pg_base, pg_url, payloads, distinct)
+            sent = 0
+            if opts.paced_rate:
+                # Twice the connections, each pausing between requests: wrk's pause comes on top of about 4 ms of
+                # its own timer and the answer (measured), hence the - 4.
+                connections = 2 * opts.ingest_connections
+                pace_ms = max(0, connections * 1000 // opts.paced_rate - 4)
+                print(f"ingest paced near {opts.paced_rate}/s ({connections} connections, {pace_ms} ms between a "
+                      "connection's requests) ...", flush=True)
+                results["postgres_ingest_paced"] = ingest(opts, pg_serve, pg_base, pg_url, payloads, distinct,
+                                                          pace_ms=pace_ms, connections=connections)
+                sent = results["postgres_ingest_paced"]["requests"]
+            results["postgres_ingest"] = ingest(opts, pg_serve, pg_base, pg_url, payloads, distinct - sent, skip=sent)
             pg_serve.stop()
             off, off_base = start_serve(opts, "serve-postgres-nocache", pg_url, emulator_base, key,
                                         {"ORCHARD_SESSION_CACHE": "off"})
@@ -521,6 +536,7 @@ def print_table(r):
             ("postgres_session", "PG GET /v1/session (memory)", ">=0.5, p99<=2x", "postgres_bare"),
             ("postgres_nocache_bare", "PG GET /health/live, cache off", None, "postgres_nocache_bare"),
             ("postgres_nocache_session", "PG GET /v1/session, cache off", ">=0.3", "postgres_nocache_bare"),
+            ("postgres_ingest_paced", "PG notifications, paced", "kept up", "postgres_bare"),
             ("postgres_ingest", "PG POST /v1/apple/notifications", ">=2000/s", "postgres_bare")]
     print(f"\n{'path':34} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'x bare':>6} {'CPU ms/req':>10} "
           f"{'peak RSS':>9}  target")
@@ -542,7 +558,7 @@ def print_table(r):
               "(p99: the worst round's); x bare is the median of each round's ratio to that round's anchor:")
         for label, ratios in rounds:
             print(f"  {label:32} {', '.join(f'{x:.3f}' for x in ratios)}")
-    for key in ("sqlite_ingest", "postgres_ingest"):
+    for key in ("sqlite_ingest", "postgres_ingest_paced", "postgres_ingest"):
         x = r.get(key)
         if x:
             kept = "kept up" if x["drained"] and x["backlog_at_end"] < x["stored"] * 0.05 else "did NOT keep up"

@@ -47,8 +47,10 @@ public struct NotificationHandler: JobHandler {
 
     /// The kind.
     public var kind: JobKind { .notifications }
-    /// Claims per pass.
-    public var batchSize: Int { 128 }
+    /// Claims per pass. One pass runs at a time (a subject's notifications in order), so under a burst the pass's
+    /// round trips queue behind the burst's requests: a large batch spreads them over more notifications
+    /// (`Benchmarks/run --start-postgres`, "PG POST /v1/apple/notifications").
+    public var batchSize: Int { 1024 }
     /// Notifications about different subjects at once (their account changes then share a commit); those about one
     /// subject one after the other, in arrival order (see ``orderingKey(for:)``).
     public var concurrency: Int { 32 }

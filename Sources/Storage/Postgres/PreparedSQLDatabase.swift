@@ -53,6 +53,14 @@ struct PreparedSQLDatabase: SQLDatabase {
                 types.append("NULL")
             }
         }
+        guard binds.count <= Self.mostPreparedParameters else {
+            // A batch's statement: its parsing is spread over its rows, and a name per list length would keep up to a
+            // batch's size of plans on every connection.
+            for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger) {
+                onRow(row.sql())
+            }
+            return
+        }
         let text = NamedStatement.Text(name: StatementNames.shared.name(sql: sql, types: types), sql: sql)
         try await NamedStatement.$text.withValue(text) {
             do {
@@ -68,6 +76,9 @@ struct PreparedSQLDatabase: SQLDatabase {
             }
         }
     }
+
+    /// Statements with more parameters than this run unnamed (Parse, Bind, Execute each time).
+    static let mostPreparedParameters = 32
 
     func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
         try await closure(self)
@@ -106,8 +117,8 @@ struct NamedStatement: PostgresPreparedStatement {
 }
 
 /// Short names for statements, the same in every connection of the process: `o1`, `o2`, ... by text and parameter
-/// types. The stores' statements are a fixed set (their texts differ only in the count of a list's parameters), so the
-/// table stays small.
+/// types. The stores' statements are a fixed set (their texts differ only in the count of a list's parameters, and
+/// those with more than ``PreparedSQLDatabase/mostPreparedParameters`` are not named), so the table stays small.
 final class StatementNames: Sendable {
     static let shared = StatementNames()
 
