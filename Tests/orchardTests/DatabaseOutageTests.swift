@@ -180,6 +180,68 @@ struct DatabaseOutageTests {
         try await offThePool { cluster.remove() }
     }
 
+    @Test("a restart under two replicas that remember sessions: no memory answers while it is down, a later sign-out is refused by both")
+    func restartUnderReplicas() async throws {
+        let cluster = try await offThePool { try DedicatedCluster.start() }
+        let setup = try await ServeProcessTests.Setup.start()
+        var environment = setup.environment
+        environment["ORCHARD_DATABASE_URL"] = cluster.url
+        environment["ORCHARD_SHUTDOWN_GRACE"] = "60"
+        var replicas: [ServeProcess] = []
+        do {
+            for _ in 0..<2 {
+                replicas.append(try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http))
+            }
+            let clients = replicas.map(setup.client)
+            var tokens: [String] = []
+            for client in clients {
+                let response = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+                tokens.append(try #require((response.json["session"] as? [String: Any])?["token"] as? String))
+            }
+            for client in clients {
+                for token in tokens { #expect(await client.warmSessionCache(token: token)) }
+            }
+            try await offThePool { cluster.stop() }
+            // Past the lease (2 s; the lease is the subject here, so this waits for time) no replica answers from
+            // memory: a check needs the database and is refused for the outage.
+            try await Task.sleep(for: .milliseconds(2_500))
+            let signedIn = tokens
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for client in clients {
+                    group.addTask {
+                        for token in signedIn {
+                            let during = try await client.request(.GET, "/v1/session", bearer: token)
+                            #expect(during.status == 503, "a replica answered \(during.status) from memory during the outage")
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            try await offThePool { cluster.start() }
+            for client in clients {
+                #expect(await eventually(timeout: 60) { (try? await client.request(.GET, "/health/ready"))?.status == 200 })
+            }
+            // Back: a sign-out on one replica is refused by both once answered.
+            let signedOut = try await clients[0].request(.DELETE, "/v1/session", bearer: tokens[1])
+            #expect(signedOut.status == 204)
+            for client in clients {
+                let after = try await client.request(.GET, "/v1/session", bearer: tokens[1])
+                #expect(after.status == 401)
+                #expect(after.code == "session_revoked")
+            }
+            // And each memory answers again once its listener is back and warmed up.
+            for client in clients { #expect(await client.warmSessionCache(token: tokens[0], timeout: 60)) }
+        } catch {
+            for replica in replicas { await replica.kill() }
+            await setup.stop()
+            try? await offThePool { cluster.remove() }
+            throw error
+        }
+        for replica in replicas { await replica.terminate() }
+        await setup.stop()
+        try await offThePool { cluster.remove() }
+    }
+
     /// The `job.kind` of each log line with this message, in the log's order.
     static func kinds(logging message: String, in log: String) -> [String] {
         log.split(separator: "\n").filter { $0.hasSuffix(" " + message) }.compactMap { line in

@@ -15,8 +15,8 @@ public final class HTTPFuzzing: Sendable {
     public static let shared: HTTPFuzzing = Fuzzer.blocking {
         do {
             let harness = try await OrchardHarness.start { configuration in
-                configuration.appleRedirectURI = URL(string: OrchardHarness.webRedirectURI)!
-                configuration.appleWebClientID = OrchardHarness.webClientID
+                configuration.webFlow.redirectURI = URL(string: OrchardHarness.webRedirectURI)!
+                configuration.webFlow.clientID = OrchardHarness.webClientID
             }
             return HTTPFuzzing(harness: harness)
         } catch {
@@ -57,7 +57,7 @@ public final class HTTPFuzzing: Sendable {
             guard let started, started.status == 302,
                 let location = started.header("Location").flatMap(URLComponents.init(string:)),
                 let state = location.queryItems?.first(where: { $0.name == "state" })?.value,
-                let cookie = started.headers(named: "Set-Cookie").first(where: { $0.hasPrefix("orchard_web_state=") })
+                let cookie = started.headers(named: "Set-Cookie").first(where: { $0.hasPrefix("__Host-orchard_web_state=") })
             else {
                 Fuzzer.bug("GET /v1/auth/apple/authorize did not start a flow", input: input)
             }
