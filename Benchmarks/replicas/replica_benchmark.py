@@ -79,7 +79,8 @@ def run(orchard, admin_url, replicas, revocations, notifications, latency_ms, wo
             if "APPLE_PRIVATE_KEY_FILE" in settings:
                 break
         apple = settings["APPLE_BASE_URL"]
-        env = dict(os.environ, ORCHARD_DATABASE_URL=url, ORCHARD_LOG_LEVEL="error",
+        # One load generator on one address: the per-client rate limit would measure the limiter.
+        env = dict(os.environ, ORCHARD_DATABASE_URL=url, ORCHARD_LOG_LEVEL="error", ORCHARD_RATE_LIMIT_PER_MINUTE="0",
                    ORCHARD_VAULT_KEYS="bench:" + base64.b64encode(secrets.token_bytes(32)).decode(), **settings)
         subprocess.run([orchard, "migrate"], env=env, check=True, capture_output=True)
         ports = [free_port() for _ in range(replicas)]
