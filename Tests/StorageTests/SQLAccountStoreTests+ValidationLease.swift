@@ -13,7 +13,7 @@ extension SQLAccountStoreTests {
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             func signIn(_ id: String, due: TimeInterval) async throws {
-                var record = account(id: id, subjectHash: "s_\(id)", at: now)
+                var record = AccountRecord.fixture(id: id, subjectHash: "s_\(id)", at: now)
                 record.nextValidationAt = now.addingTimeInterval(due)
                 let session = SessionRecord(tokenHash: "t_\(id)", accountID: id, createdAt: now, expiresAt: now.addingTimeInterval(600))
                 _ = try await store.recordSignIn(account: record, isNew: true, session: session, revocationIfGone: nil, completesTransfer: nil)

@@ -34,32 +34,11 @@ import Testing
     /// Records the first sign-in of account `acct_1` (subject hash `s`) at `now`, with session `t1` for 60 s.
     func signInFirstAccount(_ store: SQLAccountStore, at now: Date) async throws {
         _ = try await store.recordSignIn(
-            account: account(id: "acct_1", subjectHash: "s", at: now),
+            account: AccountRecord.fixture(id: "acct_1", subjectHash: "s", at: now),
             isNew: true,
             session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
             revocationIfGone: nil,
             completesTransfer: nil
-        )
-    }
-
-    func account(id: String, subjectHash: String, at now: Date) -> AccountRecord {
-        AccountRecord(
-            id: id,
-            subjectHash: subjectHash,
-            sealedSubject: "v1.k.s",
-            sealedEmail: nil,
-            isPrivateEmail: true,
-            emailForwarding: .enabled,
-            sealedName: nil,
-            clientID: "com.example.app",
-            sealedRefreshToken: "v1.k.r",
-            sealedAccessToken: nil,
-            sealedIdentityToken: nil,
-            appleCredential: .valid,
-            lastValidatedAt: now,
-            nextValidationAt: now.addingTimeInterval(86_400),
-            createdAt: now,
-            updatedAt: now
         )
     }
 
@@ -91,7 +70,7 @@ import Testing
     func conflict(_ backend: TestDatabase.Backend) async throws {
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
-            let first = account(id: "acct_1", subjectHash: "same", at: now)
+            let first = AccountRecord.fixture(id: "acct_1", subjectHash: "same", at: now)
             _ = try await store.recordSignIn(
                 account: first,
                 isNew: true,
@@ -99,7 +78,7 @@ import Testing
                 revocationIfGone: nil,
                 completesTransfer: nil
             )
-            let second = account(id: "acct_2", subjectHash: "same", at: now)
+            let second = AccountRecord.fixture(id: "acct_2", subjectHash: "same", at: now)
             await #expect(throws: StoreError.conflict) {
                 _ = try await store.recordSignIn(
                     account: second,
@@ -121,7 +100,7 @@ import Testing
     func signInIntoDeletedAccount(_ backend: TestDatabase.Backend) async throws {
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
-            let gone = account(id: "acct_gone", subjectHash: "g", at: now)
+            let gone = AccountRecord.fixture(id: "acct_gone", subjectHash: "g", at: now)
             let job = RevocationJob(
                 id: "rev_fresh",
                 clientID: "com.example.app",

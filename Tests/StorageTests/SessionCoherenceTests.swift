@@ -46,24 +46,7 @@ struct SessionCoherenceTests {
         let now = Date()
         for (index, token) in tokens.enumerated() {
             _ = try await store.recordSignIn(
-                account: AccountRecord(
-                    id: account,
-                    subjectHash: "hash-\(account)",
-                    sealedSubject: "v1.k.s",
-                    sealedEmail: nil,
-                    isPrivateEmail: true,
-                    emailForwarding: .enabled,
-                    sealedName: nil,
-                    clientID: "com.example.app",
-                    sealedRefreshToken: "v1.k.r",
-                    sealedAccessToken: nil,
-                    sealedIdentityToken: nil,
-                    appleCredential: .valid,
-                    lastValidatedAt: now,
-                    nextValidationAt: now.addingTimeInterval(86_400),
-                    createdAt: now,
-                    updatedAt: now
-                ),
+                account: .fixture(id: account, subjectHash: "hash-\(account)", at: now),
                 isNew: index == 0,
                 session: SessionRecord(tokenHash: token, accountID: account, createdAt: now, expiresAt: now.addingTimeInterval(3_600)),
                 revocationIfGone: nil,
