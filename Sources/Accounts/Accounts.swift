@@ -69,6 +69,7 @@ public final class Accounts: Sendable {
     ///   ended early.
     public func session(token: String, recent: Bool = false) async throws(AccountsError) -> SessionInfo {
         let (session, account) = try await liveSession(token: token, recent: recent)
+        await recordSeen(session, accountID: account.id)
         return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try sealing.view(of: account))
     }
 

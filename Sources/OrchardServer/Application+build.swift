@@ -77,6 +77,7 @@ public func buildApplication(
         random: dependencies.random
     ).addRoutes(to: routes)
     SessionController(accounts: accounts).addRoutes(to: routes)
+    DeviceSessionsController(accounts: accounts).addRoutes(to: routes)
     AccountController(accounts: accounts).addRoutes(to: routes)
     NotificationController(notifications: lifecycle.notifications).addRoutes(to: routes)
     if OpenAPIDocument.bytes == nil {

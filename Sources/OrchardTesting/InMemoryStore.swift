@@ -158,6 +158,47 @@ extension InMemoryStore: AccountStore {
         }
     }
 
+    /// Records a session check at `minute` unless the session shows it already.
+    public func recordSeen(tokenHash: String, accountID: String, at minute: Date) async throws {
+        tables.withLock { tables in
+            guard let seen = tables.sessions[tokenHash]?.lastSeenAt, seen >= minute else {
+                tables.sessions[tokenHash]?.lastSeenAt = minute
+                return
+            }
+        }
+    }
+
+    /// The account's live sessions, newest first.
+    public func liveSessions(accountID: String, now: Date) async throws -> [SessionRecord] {
+        tables.withLock { tables in
+            tables.sessions.values.filter { $0.accountID == accountID && $0.endedAt == nil && $0.expiresAt > now }
+                .sorted { ($0.createdAt, $0.id) > ($1.createdAt, $1.id) }
+        }
+    }
+
+    /// Ends the account's live session `id`.
+    public func endSession(id: String, accountID: String, reason: SessionEndReason, at: Date) async throws -> Bool {
+        let hash = tables.withLock { tables in
+            tables.sessions.values.first { $0.id == id && $0.accountID == accountID && $0.endedAt == nil && $0.expiresAt > at }?.tokenHash
+        }
+        guard let hash else { return false }
+        return try await endSession(tokenHash: hash, reason: reason, at: at)
+    }
+
+    /// Ends the account's other live sessions.
+    public func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int {
+        tables.withLock { tables in
+            var ended = 0
+            for (hash, session) in tables.sessions
+            where session.accountID == accountID && hash != keepingTokenHash && session.endedAt == nil && session.expiresAt > at {
+                tables.sessions[hash]?.endedAt = at
+                tables.sessions[hash]?.endReason = reason
+                ended += 1
+            }
+            return ended
+        }
+    }
+
     /// Always reachable.
     public func checkReachable() async throws {}
 }

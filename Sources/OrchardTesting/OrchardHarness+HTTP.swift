@@ -119,7 +119,8 @@ public struct OrchardClient: Sendable {
         _ user: EmulatedUser,
         nonceMode: NonceMode = .hashed,
         clientID: String = OrchardHarness.clientID,
-        userDetails: [String: any Sendable]? = nil
+        userDetails: [String: any Sendable]? = nil,
+        device: String? = nil
     ) async throws -> (response: TestResponse, authorization: EmulatedAuthorization, nonce: String) {
         let nonce = try await issueNonce()
         let authorization = try emulator.authorize(
@@ -133,6 +134,7 @@ public struct OrchardClient: Sendable {
             "nonce": nonce,
         ]
         if let userDetails { body["user"] = userDetails }
+        if let device { body["device"] = device }
         return (try await request(.POST, "/v1/auth/apple", json: body), authorization, nonce)
     }
 
@@ -169,16 +171,17 @@ extension OrchardHarness {
         _ user: EmulatedUser,
         nonceMode: NonceMode = .hashed,
         clientID: String = OrchardHarness.clientID,
-        userDetails: [String: any Sendable]? = nil
+        userDetails: [String: any Sendable]? = nil,
+        device: String? = nil
     ) async throws -> (response: TestResponse, authorization: EmulatedAuthorization, nonce: String) {
-        try await client.signIn(user, nonceMode: nonceMode, clientID: clientID, userDetails: userDetails)
+        try await client.signIn(user, nonceMode: nonceMode, clientID: clientID, userDetails: userDetails, device: device)
     }
 
     /// Signs `user` in (with the first authorization's `name`, if any) and returns the session token.
     ///
     /// - Throws: ``HarnessError`` when the sign-in is not answered 200.
-    public func signUp(_ user: EmulatedUser, name: [String: String]? = nil) async throws -> String {
-        let response = try await signIn(user, userDetails: name.map { ["name": $0] }).response
+    public func signUp(_ user: EmulatedUser, name: [String: String]? = nil, device: String? = nil) async throws -> String {
+        let response = try await signIn(user, userDetails: name.map { ["name": $0] }, device: device).response
         guard response.status == 200, let token = (response.json["session"] as? [String: Any])?["token"] as? String else {
             throw HarnessError("the sign-in answered \(response.status): \(String(decoding: response.body, as: UTF8.self))")
         }

@@ -48,6 +48,7 @@ struct LifecycleFixture {
         store.edit { tables in
             tables.accounts[id] = record
             tables.sessions["session-\(subject)"] = SessionRecord(
+                id: "sess_\(subject)",
                 tokenHash: "session-\(subject)",
                 accountID: id,
                 createdAt: now,

@@ -15,7 +15,10 @@ struct DeletionTests {
         try await OrchardHarness.with { h in
             let user = h.emulator.makeUser(email: "grace@example.com", firstName: "Gracelynne", lastName: "Hopperish")
             let token = try await h.signUp(user, name: ["first_name": "Gracelynne", "last_name": "Hopperish"])
-            let other = try await h.signUp(user)
+            let other = try await h.signUp(user, device: "Gracelynne's Pixelbook")
+            // A session ended before the deletion keeps its row until retention, but not its device label.
+            let earlier = try await h.signUp(user, device: "Hopperish tablet")
+            #expect(try await h.request(.DELETE, "/v1/session", bearer: earlier).status == 204)
             let response = try await h.request(.DELETE, "/v1/account", bearer: token)
             #expect(response.status == 200)
             #expect(response.json["deleted"] as? Bool == true)
@@ -48,7 +51,7 @@ struct DeletionTests {
 
             // Gone means gone: nothing of the user in any database file, plaintext or base64, WAL included. Every value
             // is 8 characters or more: a shorter one turns up by chance in the base64 ciphertext of a whole cluster.
-            var secrets = [user.sub, "grace@example.com", "Gracelynne", "Hopperish"]
+            var secrets = [user.sub, "grace@example.com", "Gracelynne", "Hopperish", "Pixelbook"]
             secrets += h.emulator.issuedTokens(sub: user.sub)
             let files = try await h.databaseBytes()
             for file in files {

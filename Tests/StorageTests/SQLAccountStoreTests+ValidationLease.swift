@@ -15,7 +15,13 @@ extension SQLAccountStoreTests {
             func signIn(_ id: String, due: TimeInterval) async throws {
                 var record = AccountRecord.fixture(id: id, subjectHash: "s_\(id)", at: now)
                 record.nextValidationAt = now.addingTimeInterval(due)
-                let session = SessionRecord(tokenHash: "t_\(id)", accountID: id, createdAt: now, expiresAt: now.addingTimeInterval(600))
+                let session = SessionRecord(
+                    id: "sess_\(id)",
+                    tokenHash: "t_\(id)",
+                    accountID: id,
+                    createdAt: now,
+                    expiresAt: now.addingTimeInterval(600)
+                )
                 _ = try await store.recordSignIn(account: record, isNew: true, session: session, revocationIfGone: nil, completesTransfer: nil)
             }
             try await signIn("acct_victim", due: -60)

@@ -36,7 +36,7 @@ import Testing
         _ = try await store.recordSignIn(
             account: AccountRecord.fixture(id: "acct_1", subjectHash: "s", at: now),
             isNew: true,
-            session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+            session: SessionRecord(id: "sess_t1", tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
             revocationIfGone: nil,
             completesTransfer: nil
         )
@@ -74,7 +74,7 @@ import Testing
             _ = try await store.recordSignIn(
                 account: first,
                 isNew: true,
-                session: SessionRecord(tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                session: SessionRecord(id: "sess_t1", tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
                 revocationIfGone: nil,
                 completesTransfer: nil
             )
@@ -83,7 +83,13 @@ import Testing
                 _ = try await store.recordSignIn(
                     account: second,
                     isNew: true,
-                    session: SessionRecord(tokenHash: "t2", accountID: "acct_2", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                    session: SessionRecord(
+                        id: "sess_t2",
+                        tokenHash: "t2",
+                        accountID: "acct_2",
+                        createdAt: now,
+                        expiresAt: now.addingTimeInterval(60)
+                    ),
                     revocationIfGone: nil,
                     completesTransfer: nil
                 )
@@ -115,7 +121,7 @@ import Testing
             let recorded = try await store.recordSignIn(
                 account: gone,
                 isNew: false,
-                session: SessionRecord(tokenHash: "t9", accountID: "acct_gone", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                session: SessionRecord(id: "sess_t9", tokenHash: "t9", accountID: "acct_gone", createdAt: now, expiresAt: now.addingTimeInterval(60)),
                 revocationIfGone: job,
                 completesTransfer: nil
             )

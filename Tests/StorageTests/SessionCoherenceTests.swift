@@ -48,7 +48,13 @@ struct SessionCoherenceTests {
             _ = try await store.recordSignIn(
                 account: .fixture(id: account, subjectHash: "hash-\(account)", at: now),
                 isNew: index == 0,
-                session: SessionRecord(tokenHash: token, accountID: account, createdAt: now, expiresAt: now.addingTimeInterval(3_600)),
+                session: SessionRecord(
+                    id: "sess_\(token)",
+                    tokenHash: token,
+                    accountID: account,
+                    createdAt: now,
+                    expiresAt: now.addingTimeInterval(3_600)
+                ),
                 revocationIfGone: nil,
                 completesTransfer: nil
             )

@@ -11,7 +11,13 @@ struct SessionMemoryTests {
     static func live(_ tokenHash: String, account: String = "acct_1") -> SessionWithAccount {
         let now = Date()
         return SessionWithAccount(
-            session: SessionRecord(tokenHash: tokenHash, accountID: account, createdAt: now, expiresAt: now.addingTimeInterval(60)),
+            session: SessionRecord(
+                id: "sess_\(tokenHash)",
+                tokenHash: tokenHash,
+                accountID: account,
+                createdAt: now,
+                expiresAt: now.addingTimeInterval(60)
+            ),
             account: SealedAccountView(
                 id: account,
                 sealedSubject: "v1.k.s",

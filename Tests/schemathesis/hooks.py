@@ -5,10 +5,11 @@ schema can say what makes them good: a session token that Orchard issued, a web-
 (and the `__Host-orchard_web_state` cookie that goes with it), a notification that Apple signed, an identity token and code
 that Apple issued. So, for the positive test cases only (data the schema accepts), these hooks put real ones in:
 
-- operations with a session (`/v1/session`, `/v1/account`): a fresh user signs in for each test case and the case is
+- operations with a session (`/v1/session`, `/v1/sessions`, `/v1/account`): a fresh user signs in for each test case and the case is
   sent with `Authorization: Bearer TOKEN` (a case may sign out or delete the account, so none is reused);
 - `POST /v1/auth/apple/callback`: a live state (and cookie) from `GET /v1/auth/apple/authorize`; every other case
   that is a sign-in (no `error`) also gets an identity token and code the emulator issued for that state's nonce;
+- `DELETE /v1/sessions/{id}`: the id of that fresh user's session;
 - `POST /v1/apple/notifications`: a notification the emulator signed (for a subject nobody has);
 - `POST /v1/auth/apple`: every other case gets a real identity token, code and nonce (the rest stays generated);
   the other half keeps its generated strings, which Orchard must refuse with 401.
@@ -36,12 +37,12 @@ _sign_ins = itertools.count()
 _callbacks = itertools.count()
 
 
-def _request(base, method, path, body=None):
+def _request(base, method, path, body=None, headers=None):
     """One request, no redirects followed: (status, headers, body bytes)."""
     url = urllib.parse.urlsplit(base)
     connection = http.client.HTTPConnection(url.hostname, url.port, timeout=15)
     try:
-        headers = {}
+        headers = dict(headers or {})
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -90,7 +91,9 @@ def _web_state():
     return query["state"][0], query["nonce"][0], cookies
 
 
-@schemathesis.auth(refresh_interval=None).apply_to(path=["/v1/session", "/v1/account"])
+@schemathesis.auth(refresh_interval=None).apply_to(
+    path=["/v1/session", "/v1/account", "/v1/sessions", "/v1/sessions/{id}"]
+)
 class FreshSession:
     """A session of a user who signed in just now."""
 
@@ -157,10 +160,22 @@ def _sign_in(case):
     case.body = body
 
 
+def _own_session(case):
+    """The id of the session the case authenticates with (its fresh user has only that one)."""
+    authorization = (case.headers or {}).get("Authorization")
+    if not authorization:
+        return
+    status, _, payload = _request(ORCHARD, "GET", "/v1/sessions", headers={"Authorization": authorization})
+    if status != 200:
+        raise RuntimeError(f"set-up request GET /v1/sessions answered {status}: {payload[:300]!r}")
+    case.path_parameters = {**(case.path_parameters or {}), "id": json.loads(payload)["sessions"][0]["id"]}
+
+
 SUBSTITUTIONS = {
     ("POST", CALLBACK): _callback,
     ("POST", "/v1/apple/notifications"): _notification,
     ("POST", "/v1/auth/apple"): _sign_in,
+    ("DELETE", "/v1/sessions/{id}"): _own_session,
 }
 
 

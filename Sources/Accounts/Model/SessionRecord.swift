@@ -2,6 +2,8 @@ public import Foundation
 
 /// A session as the store holds it: only the SHA-256 of its token, never the token.
 public struct SessionRecord: Sendable, Equatable {
+    /// Its public id, `sess_` and random characters (never derived from the token): what `GET /v1/sessions` shows.
+    public var id: String
     /// SHA-256 (lowercase hex) of the bearer token.
     public var tokenHash: String
     /// The account it belongs to.
@@ -14,21 +16,31 @@ public struct SessionRecord: Sendable, Equatable {
     public var endedAt: Date?
     /// Why it was ended early.
     public var endReason: SessionEndReason?
+    /// The device label given at sign-in, sealed under ``SealingContext/session(_:)``.
+    public var sealedDevice: String?
+    /// The last session check, to the minute (written at most once a minute).
+    public var lastSeenAt: Date?
 
     /// Creates a record.
     public init(
+        id: String,
         tokenHash: String,
         accountID: String,
         createdAt: Date,
         expiresAt: Date,
         endedAt: Date? = nil,
-        endReason: SessionEndReason? = nil
+        endReason: SessionEndReason? = nil,
+        sealedDevice: String? = nil,
+        lastSeenAt: Date? = nil
     ) {
+        self.id = id
         self.tokenHash = tokenHash
         self.accountID = accountID
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.endedAt = endedAt
         self.endReason = endReason
+        self.sealedDevice = sealedDevice
+        self.lastSeenAt = lastSeenAt
     }
 }

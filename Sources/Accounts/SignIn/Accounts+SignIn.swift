@@ -23,6 +23,7 @@ extension Accounts {
     }
 
     private func performSignIn(_ request: SignInRequest, logger: Logger) async throws(AccountsError) -> SignInResult {
+        if let problem = SignInRequest.deviceProblem(request.device) { throw AccountsError(.invalidRequest, problem) }
         let claims: AppleIdentityClaims
         do {
             claims = try await apple.verifyIdentityToken(request.identityToken.value, expectedAudience: request.clientID)
@@ -161,11 +162,14 @@ extension Accounts {
         record.updatedAt = now
 
         let token = random.token()
+        let sessionID = random.id("sess_")
         let session = SessionRecord(
+            id: sessionID,
             tokenHash: Self.sha256Hex(token),
             accountID: id,
             createdAt: now,
-            expiresAt: now.addingTimeInterval(configuration.sessionTTL.seconds)
+            expiresAt: now.addingTimeInterval(configuration.sessionTTL.seconds),
+            sealedDevice: try request.device.map { try vault.seal($0, context: SealingContext.session(sessionID)) }
         )
         // If the account is deleted before this write, the grant Apple just gave goes to the revocation outbox instead:
         // nothing of the sign-in is stored, and the fresh token does not outlive the account it was meant for.

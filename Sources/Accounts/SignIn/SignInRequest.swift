@@ -32,6 +32,12 @@ public struct SignInRequest: Sendable {
     public var user: FirstAuthorizationUser?
     /// The redirect URI the web flow authorized with (sent again in the code exchange).
     public var redirectURI: String?
+    /// A label for the new session ("Alice's iPhone"; the web flow's from the browser's `User-Agent`), checked by
+    /// ``deviceProblem(_:)``.
+    public var device: String?
+
+    /// The longest device label, in Unicode scalars.
+    public static let maximumDeviceLength = 64
 
     /// Creates a request.
     public init(
@@ -40,7 +46,8 @@ public struct SignInRequest: Sendable {
         nonce: String?,
         clientID: String? = nil,
         user: FirstAuthorizationUser? = nil,
-        redirectURI: String? = nil
+        redirectURI: String? = nil,
+        device: String? = nil
     ) {
         self.identityToken = identityToken
         self.authorizationCode = authorizationCode
@@ -48,5 +55,24 @@ public struct SignInRequest: Sendable {
         self.clientID = clientID
         self.user = user
         self.redirectURI = redirectURI
+        self.device = device
     }
+
+    /// Why `device` is not a label a session can keep, or `nil` when it is (or absent): 1 to 64 Unicode scalars (JSON
+    /// Schema's characters), none a control character (C0, DEL, C1) or a bidirectional override or isolate, which would
+    /// let a label disguise itself in a list of sessions.
+    public static func deviceProblem(_ device: String?) -> String? {
+        guard let device else { return nil }
+        if device.isEmpty { return "field 'device' must not be empty" }
+        if device.unicodeScalars.count > maximumDeviceLength {
+            return "field 'device' must be at most \(maximumDeviceLength) characters"
+        }
+        if device.unicodeScalars.contains(where: { scalar in refusedInDevice.contains { $0.contains(scalar.value) } }) {
+            return "field 'device' must not contain control characters"
+        }
+        return nil
+    }
+
+    /// The scalars a device label must not hold (the OpenAPI document's pattern for `device` names the same).
+    private static let refusedInDevice: [ClosedRange<UInt32>] = [0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069]
 }

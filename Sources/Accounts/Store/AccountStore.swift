@@ -54,6 +54,15 @@ public protocol AccountStore: AccountLookup {
     func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount?
     /// Ends a live session; `false` when there was no live session with that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
+    /// Records a session check at `minute` on the session, unless it already shows that minute or a later one: the only
+    /// write a session check makes, at most once a minute per session.
+    func recordSeen(tokenHash: String, accountID: String, at minute: Date) async throws
+    /// The account's sessions that are live at `now` (not ended, not expired), newest first.
+    func liveSessions(accountID: String, now: Date) async throws -> [SessionRecord]
+    /// Ends the account's live session with this public id; `false` when the account has no live session with it.
+    func endSession(id: String, accountID: String, reason: SessionEndReason, at: Date) async throws -> Bool
+    /// Ends every live session of the account except the one with `keepingTokenHash`; returns how many ended.
+    func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int
     /// Runs a trivial query; throws what kept the database from answering it.
     func checkReachable() async throws
 }

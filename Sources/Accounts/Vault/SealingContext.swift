@@ -24,6 +24,11 @@ public enum SealingContext {
         "account:\(accountID):\(field.rawValue)"
     }
 
+    /// The device label of the session `sessionID` (its public id).
+    public static func session(_ sessionID: String) -> String {
+        "session:\(sessionID):device"
+    }
+
     /// The token of the revocation outbox row `id`.
     public static func revocation(_ id: String) -> String {
         "revocation:\(id):token"

@@ -122,6 +122,7 @@ public struct VaultRotation: Sendable {
         case .notificationInbox: SealingContext.notification(key)
         case .webFlowStates: SealingContext.webFlowState(key)
         case .transferExports: SealingContext.account(key, .transferSub)
+        case .sessions: SealingContext.session(key)
         }
     }
 }

@@ -10,11 +10,13 @@ public enum VaultTable: String, Sendable, CaseIterable {
     case webFlowStates = "web_flow_states"
     /// App transfer's transfer identifiers (sending side).
     case transferExports = "transfer_exports"
+    /// Sessions' device labels.
+    case sessions
 
     /// The column that identifies a row.
     public var keyColumn: String {
         switch self {
-        case .accounts, .revocations: "id"
+        case .accounts, .revocations, .sessions: "id"
         case .notificationInbox: "jti"
         case .webFlowStates: "state_hash"
         case .transferExports: "account_id"
@@ -30,6 +32,7 @@ public enum VaultTable: String, Sendable, CaseIterable {
         case .notificationInbox: ["sealed_event"]
         case .webFlowStates: ["sealed_nonce"]
         case .transferExports: ["sealed_transfer_sub"]
+        case .sessions: ["sealed_device"]
         }
     }
 }

@@ -32,6 +32,7 @@ public struct AuthController<Context: RequestContext>: Sendable {
         var nonce: String?
         var clientID: String?
         var user: User?
+        var device: String?
 
         enum CodingKeys: String, CodingKey {
             case identityToken = "identity_token"
@@ -39,6 +40,7 @@ public struct AuthController<Context: RequestContext>: Sendable {
             case nonce
             case clientID = "client_id"
             case user
+            case device
         }
     }
 
@@ -100,7 +102,8 @@ public struct AuthController<Context: RequestContext>: Sendable {
                 authorizationCode: Redacted(body.authorizationCode),
                 nonce: body.nonce,
                 clientID: body.clientID,
-                user: user
+                user: user,
+                device: body.device
             ),
             logger: context.logger
         )

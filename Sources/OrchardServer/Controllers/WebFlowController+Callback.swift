@@ -73,7 +73,8 @@ extension WebFlowController {
                 nonce: pending.nonce,
                 clientID: webClientID,
                 user: user,
-                redirectURI: redirectURI.absoluteString
+                redirectURI: redirectURI.absoluteString,
+                device: BrowserLabel.label(userAgent: request.headers[.userAgent])
             ),
             logger: context.logger
         )

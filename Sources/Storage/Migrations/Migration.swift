@@ -1,3 +1,6 @@
+import Accounts
+import SQLKit
+
 /// One step of the schema, written once in SQL that SQLite and PostgreSQL both accept.
 struct Migration: Sendable {
     /// Applied in increasing order; never renumbered.
@@ -6,6 +9,9 @@ struct Migration: Sendable {
     let summary: String
     /// The statements, run in one transaction.
     let statements: [String]
+    /// What the step fills in for existing rows, after its statements and in their transaction, where SQL the two
+    /// dialects share cannot (a random value per row).
+    var backfill: (@Sendable (any SQLDatabase, any RandomSource) async throws -> Void)? = nil
 }
 
 extension Migration {
@@ -207,6 +213,24 @@ extension Migration {
             statements: [
                 "CREATE TABLE session_cache_replicas (id TEXT PRIMARY KEY, lease_until BIGINT NOT NULL)"
             ]
+        ),
+        Migration(
+            version: 9,
+            summary: "sessions per device: each session's public id, its sealed device label, when it was last checked",
+            statements: [
+                "ALTER TABLE sessions ADD COLUMN id TEXT",
+                "ALTER TABLE sessions ADD COLUMN sealed_device TEXT",
+                "ALTER TABLE sessions ADD COLUMN last_seen_at BIGINT",
+            ],
+            backfill: { db, random in
+                // Sessions from before this step get an id of their own, random like a new one's.
+                let rows = try await db.raw("SELECT token_hash FROM sessions WHERE id IS NULL").all()
+                for row in rows {
+                    let tokenHash = try row.decode(column: "token_hash", as: String.self)
+                    try await db.raw("UPDATE sessions SET id = \(bind: random.id("sess_")) WHERE token_hash = \(bind: tokenHash)").run()
+                }
+                try await db.raw("CREATE UNIQUE INDEX sessions_id ON sessions (id)").run()
+            }
         ),
     ]
 }

@@ -44,6 +44,7 @@ public struct Migrator: Sendable {
                 for statement in migration.statements {
                     try await db.raw(SQLQueryString(statement)).run()
                 }
+                try await migration.backfill?(db, random)
                 if migration.version == 1 {
                     try await db.raw(
                         "INSERT INTO orchard_settings (name, value) VALUES ('audit_salt', \(bind: salt))"

@@ -49,6 +49,13 @@ extension SQLAccountStore: AccountChangeStore {
                     WHERE account_id = \(bind: change.accountID) AND ended_at IS NULL
                     """
                 ).run()
+                // A device label is the user's: gone from every session of the account, ended earlier or now.
+                try await db.raw(
+                    """
+                    UPDATE sessions SET sealed_device = NULL
+                    WHERE account_id = \(bind: change.accountID) AND sealed_device IS NOT NULL
+                    """
+                ).run()
                 try await db.raw(
                     """
                     INSERT INTO audit_events (id, subject_digest, event, reason, occurred_at)

@@ -163,9 +163,10 @@ public struct SQLAccountStore: AccountStore {
             }
             try await db.raw(
                 """
-                INSERT INTO sessions (token_hash, account_id, created_at, expires_at)
-                VALUES (\(bind: session.tokenHash), \(bind: session.accountID), \(bind: session.createdAt.milliseconds),
-                        \(bind: session.expiresAt.milliseconds))
+                INSERT INTO sessions (id, token_hash, account_id, created_at, expires_at, sealed_device)
+                VALUES (\(bind: session.id), \(bind: session.tokenHash), \(bind: session.accountID),
+                        \(bind: session.createdAt.milliseconds), \(bind: session.expiresAt.milliseconds),
+                        \(bind: session.sealedDevice))
                 """
             ).run()
             return true
@@ -182,9 +183,7 @@ public struct SQLAccountStore: AccountStore {
     private func readSession(_ tokenHash: String) async throws -> SessionWithAccount? {
         try await database.read(
             """
-            SELECT s.token_hash AS session_token_hash, s.account_id AS session_account_id,
-                s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
-                s.end_reason AS session_end_reason, a.id AS id, a.sealed_subject AS sealed_subject,
+            SELECT \(unsafeRaw: Self.sessionColumns), a.id AS id, a.sealed_subject AS sealed_subject,
                 a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
                 a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
                 a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
@@ -216,15 +215,26 @@ public struct SQLAccountStore: AccountStore {
         _ = try await database.read("SELECT 1 AS one")
     }
 
-    /// A session read under the `session_` aliases of ``session(tokenHash:)``.
+    /// A session's columns from the alias `s`, each under a `session_` alias (``session(from:)`` reads them).
+    static let sessionColumns = """
+        s.id AS session_id, s.token_hash AS session_token_hash, s.account_id AS session_account_id,
+        s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
+        s.end_reason AS session_end_reason, s.sealed_device AS session_sealed_device,
+        s.last_seen_at AS session_last_seen_at
+        """
+
+    /// A session read under the `session_` aliases of ``sessionColumns``.
     static func session(from row: any SQLRow) throws -> SessionRecord {
         SessionRecord(
+            id: try row.string("session_id"),
             tokenHash: try row.string("session_token_hash"),
             accountID: try row.string("session_account_id"),
             createdAt: try row.date("session_created_at") ?? Date(timeIntervalSince1970: 0),
             expiresAt: try row.date("session_expires_at") ?? Date(timeIntervalSince1970: 0),
             endedAt: try row.date("session_ended_at"),
-            endReason: try row.optionalString("session_end_reason").flatMap(SessionEndReason.init(rawValue:))
+            endReason: try row.optionalString("session_end_reason").flatMap(SessionEndReason.init(rawValue:)),
+            sealedDevice: try row.optionalString("session_sealed_device"),
+            lastSeenAt: try row.date("session_last_seen_at")
         )
     }
 

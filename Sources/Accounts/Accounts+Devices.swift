@@ -1,0 +1,73 @@
+import AppleID
+import Foundation
+
+/// An account's sessions, one per device: listing them, ending one from another device, ending all others.
+extension Accounts {
+    /// The live sessions of the account behind `token`, newest first, with the asking one marked ``DeviceSession/current``.
+    public func deviceSessions(token: String) async throws(AccountsError) -> [DeviceSession] {
+        let (caller, account) = try await liveSession(token: token)
+        let sessions = try await storing { try await store.liveSessions(accountID: account.id, now: clock.now()) }
+        var shown: [DeviceSession] = []
+        for session in sessions {
+            shown.append(
+                DeviceSession(
+                    id: session.id,
+                    createdAt: session.createdAt,
+                    expiresAt: session.expiresAt,
+                    lastSeenAt: session.lastSeenAt,
+                    device: try openDevice(session),
+                    current: session.tokenHash == caller.tokenHash
+                )
+            )
+        }
+        return shown
+    }
+
+    /// Ends the session `id` of the account behind `token`, as a sign-out on that device would.
+    ///
+    /// - Throws: `not_found` when the account has no live session with that id (another account's is no different).
+    public func endSession(token: String, id: String) async throws(AccountsError) {
+        let (_, account) = try await liveSession(token: token)
+        guard Self.isSessionID(id) else { throw AccountsError(.notFound, "no live session with that id") }
+        let ended = try await storing { try await store.endSession(id: id, accountID: account.id, reason: .signedOut, at: clock.now()) }
+        guard ended else { throw AccountsError(.notFound, "no live session with that id") }
+    }
+
+    /// Ends every other live session of the account behind `token`; the asking one stays. Returns how many ended.
+    public func endOtherSessions(token: String) async throws(AccountsError) -> Int {
+        let (caller, account) = try await liveSession(token: token)
+        return try await storing {
+            try await store.endOtherSessions(accountID: account.id, keepingTokenHash: caller.tokenHash, reason: .signedOut, at: clock.now())
+        }
+    }
+
+    /// Whether `id` has the shape of a session id: `sess_` and 32 lowercase hex digits.
+    static func isSessionID(_ id: String) -> Bool {
+        let utf8 = id.utf8
+        return utf8.count == 37 && id.hasPrefix("sess_")
+            && utf8.dropFirst(5).allSatisfy {
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+            }
+    }
+
+    /// Records the session check in the session's `last_seen_at`, once a minute at most: the minute of `now`, written
+    /// only when the session shows an earlier one, so that every other check stays a read.
+    func recordSeen(_ session: SessionRecord, accountID: String) async {
+        let now = clock.now()
+        let minute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
+        if let seen = session.lastSeenAt, seen >= minute { return }
+        // Best effort: the check's answer is right without it, and a database that cannot take this write refuses the
+        // next sign-in or sign-out loudly enough.
+        try? await store.recordSeen(tokenHash: session.tokenHash, accountID: accountID, at: minute)
+    }
+
+    /// A session's device label, opened.
+    private func openDevice(_ session: SessionRecord) throws(AccountsError) -> String? {
+        guard let sealed = session.sealedDevice else { return nil }
+        do {
+            return try vault.open(sealed, context: SealingContext.session(session.id)).value
+        } catch {
+            throw AccountsError(.storageUnavailable, "a device label of session \(session.id) cannot be opened with the configured vault keys")
+        }
+    }
+}
