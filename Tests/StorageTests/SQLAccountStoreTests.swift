@@ -53,6 +53,42 @@ import Testing
         }
     }
 
+    @Test("migration 9 gives each session from before it a random id of its own, and sessions then list by account", arguments: Self.backends)
+    func sessionIDsBackfilled(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, database in
+            let now = Date()
+            let millis = Int64(now.timeIntervalSince1970 * 1000)
+            try await signInFirstAccount(store, at: now)
+            // Back to the schema before version 9, with sessions written by that version.
+            try await database.withDatabase { db in
+                for statement in [
+                    "DROP INDEX sessions_id", "ALTER TABLE sessions DROP COLUMN id", "ALTER TABLE sessions DROP COLUMN sealed_device",
+                    "ALTER TABLE sessions DROP COLUMN last_seen_at", "DELETE FROM schema_migrations WHERE version = 9",
+                ] {
+                    try await db.raw(SQLQueryString(statement)).run()
+                }
+                for index in 2...4 {
+                    try await db.raw(
+                        """
+                        INSERT INTO sessions (token_hash, account_id, created_at, expires_at)
+                        VALUES (\(bind: "t\(index)"), 'acct_1', \(bind: millis + Int64(index)), \(bind: millis + 60_000))
+                        """
+                    ).run()
+                }
+            }
+            let applied = try await Migrator(database: database, logger: Logger(label: "test")).migrate()
+            #expect(applied == [9])
+            let live = try await store.liveSessions(accountID: "acct_1", now: now)
+            #expect(live.map(\.tokenHash) == ["t4", "t3", "t2", "t1"])
+            #expect(Set(live.map(\.id)).count == 4)
+            for session in live { #expect(session.id.wholeMatch(of: /sess_[0-9a-f]{32}/) != nil, "\(session.id)") }
+            #expect(try await store.endSession(id: live[1].id, accountID: "acct_1", reason: .signedOut, at: now))
+            #expect(try await store.endSession(id: live[1].id, accountID: "acct_1", reason: .signedOut, at: now) == false)
+            #expect(try await store.endSession(id: live[2].id, accountID: "acct_2", reason: .signedOut, at: now) == false)
+            #expect(try await store.liveSessions(accountID: "acct_1", now: now).count == 3)
+        }
+    }
+
     @Test("a nonce is consumed once, then reported reused; unknown and expired ones are told apart from reuse", arguments: Self.backends)
     func nonces(_ backend: TestDatabase.Backend) async throws {
         try await withStore(backend) { store, _ in

@@ -162,6 +162,20 @@ class Servers:
         return self.control("POST", "/_emulator/web-user",
                             {"email": email, "first_name": first, "last_name": last})["sub"]
 
+    def native_sign_in(self, sub, device):
+        """A sign-in from the app (POST /v1/auth/apple) for the user `sub` on `device`; returns the session token."""
+        def post(url, body):
+            request = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else b"",
+                                             method="POST", headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return json.loads(response.read())
+        nonce = post(self.orchard + "/v1/auth/apple/nonce", None)["nonce"]
+        grant = self.control("POST", "/_emulator/authorize",
+                             {"nonce": nonce, "client_id": "com.example.orchard.app", "user": {"sub": sub}})
+        body = {"identity_token": grant["identity_token"], "authorization_code": grant["authorization_code"],
+                "nonce": nonce, "device": device}
+        return post(self.orchard + "/v1/auth/apple", body)["session"]["token"]
+
     def session_status(self, token):
         """GET /v1/session with the cookie, outside the browser: (status, body)."""
         request = urllib.request.Request(self.orchard + "/v1/session", headers={"Cookie": "__Host-orchard_session=" + token})
@@ -346,6 +360,45 @@ def flow_sign_out_and_cancel(c):
     c.no_console_errors()
 
 
+def flow_sessions_on_devices(c):
+    print("Flow 6: the sessions on other devices are listed; one is signed out, then all others", flush=True)
+    sub = c.s.set_web_user("dorothy.vaughan@example.com", "Dorothy", "Vaughan")
+    c.open_account_page()
+    c.sign_in("Dorothy Vaughan")
+    phone = c.s.native_sign_in(sub, "Dorothy's iPhone")
+    hostile = '<img src=x onerror="document.title=1">'
+    tablet = c.s.native_sign_in(sub, hostile)
+    c.open_account_page()
+    rows = c.d.execute_script(
+        "return Array.from(document.querySelectorAll('#sessions li')).map(function (li) {"
+        " return {device: li.querySelector('.device').textContent, current: li.dataset.current === 'true'}; });")
+    c.expect([row["device"] for row in rows] == [hostile, "Dorothy's iPhone", "Chrome on Linux"],
+             f"the sessions listed are {rows}")
+    c.expect([row["current"] for row in rows] == [False, False, True], f"the current session is not marked: {rows}")
+    c.expect(not c.d.execute_script("return document.querySelector('#sessions img')"), "a device label became markup")
+    c.expect("This device" in c.d.execute_script("return document.querySelector('#sessions li[data-current]').textContent"),
+             "the current session does not say 'This device'")
+    c.shot("11-sessions", "three sessions: a hostile label shown as text, Dorothy's iPhone, and this browser")
+
+    phone_row = c.d.execute_script("return document.querySelectorAll('#sessions li')[1]")
+    phone_row.find_element("css selector", "button.end-session").click()
+    c.wait(lambda: len(c.d.execute_script("return document.querySelectorAll('#sessions li')")) == 2, "the iPhone's row to go")
+    status, body = c.s.session_status(phone)
+    c.expect(status == 401 and body.get("reason") == "signed_out", f"the iPhone's session answers {status} {body}")
+    c.expect(c.s.session_status(tablet)[0] == 200, "the other device was signed out too")
+
+    c.by_id("sign-out-others").click()
+    c.wait(lambda: len(c.d.execute_script("return document.querySelectorAll('#sessions li')")) == 1, "the other rows to go")
+    c.expect("1 other device is signed out." in c.by_id("notice").text, f"the notice says {c.by_id('notice').text!r}")
+    status, body = c.s.session_status(tablet)
+    c.expect(status == 401 and body.get("reason") == "signed_out", f"the tablet's session answers {status} {body}")
+    c.expect(c.state() == "signed-in" and not c.by_id("sign-out-others").is_displayed(), "this browser's session ended")
+    c.shot("12-other-devices-signed-out", "after 'Sign out of all other devices': only this browser is left")
+    c.open_account_page()
+    c.expect(c.state() == "signed-in", "this browser's session did not survive")
+    c.no_console_errors()
+
+
 def flow_deletion_while_apple_is_down(c):
     print("Flow 4: a deletion while Apple's /auth/revoke fails shows the outcome 'pending'", flush=True)
     c.s.set_web_user("katherine.johnson@privaterelay.appleid.com", "Katherine", "Johnson")
@@ -447,6 +500,9 @@ def main():
             driver.delete_all_cookies()
             flow_revoked_at_apple(check)
             flow_sign_out_and_cancel(check)
+            driver.delete_all_cookies()
+            flow_sessions_on_devices(check)
+            driver.delete_all_cookies()
             flow_deletion_while_apple_is_down(check)
             driver.delete_all_cookies()
             flow_login_csrf(check, binary)

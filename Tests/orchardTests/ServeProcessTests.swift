@@ -159,7 +159,9 @@ struct ServeProcessTests {
         #expect(await second.terminate() == 0)
     }
 
-    @Test("vault rotate k1 to k2 beside a running server; with k1 removed, sessions, accounts, sign-in and a queued revocation still work")
+    @Test(
+        "vault rotate k1 to k2 beside a running server; with k1 removed, sessions, device labels, accounts, sign-in and a queued revocation still work"
+    )
     func vaultRotation() async throws {
         var prepared = try await Setup.start()
         // On the PostgreSQL pass, on a fresh database of the test cluster.
@@ -178,10 +180,10 @@ struct ServeProcessTests {
         let first = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
         var sessions: [String] = []
         var users: [EmulatedUser] = []
-        for _ in 0..<3 {
+        for index in 0..<3 {
             let user = setup.emulator.makeUser()
             users.append(user)
-            let signIn = try await setup.client(first).signIn(user, clientID: "com.example.orchard.app").response
+            let signIn = try await setup.client(first).signIn(user, clientID: "com.example.orchard.app", device: "Phone \(index)").response
             sessions.append(try #require((signIn.json["session"] as? [String: Any])?["token"] as? String))
         }
         // The third user's deletion leaves a token queued (sealed under k1) while Apple refuses.
@@ -216,6 +218,9 @@ struct ServeProcessTests {
         let session = try await setup.client(third).request(.GET, "/v1/session", bearer: sessions[1])
         #expect(session.status == 200)
         #expect((session.json["account"] as? [String: Any])?["email"] as? String == users[1].email)
+        // Device labels were re-sealed too.
+        let listed = try await setup.client(third).request(.GET, "/v1/sessions", bearer: sessions[1])
+        #expect((listed.json["sessions"] as? [[String: Any]])?.first?["device"] as? String == "Phone 1", "\(listed.json)")
         // The lookup hashes were recomputed: a returning user is found, not made anew.
         let returning = try await setup.client(third).signIn(users[0], clientID: "com.example.orchard.app").response
         #expect(returning.json["is_new_account"] as? Bool == false)

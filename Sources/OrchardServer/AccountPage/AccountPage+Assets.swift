@@ -21,6 +21,11 @@ extension AccountPage {
         dialog { max-width: 30rem; border-radius: .75rem; border: 1px solid GrayText; padding: 1.5rem; }
         dialog::backdrop { background: rgba(0, 0, 0, .4); }
         dialog h2 { margin-top: 0; }
+        h2 { font-size: 1.25rem; margin: 1.5rem 0 .5rem; }
+        #sessions { list-style: none; padding: 0; margin: 0; }
+        #sessions li { padding: .5rem 0; border-bottom: 1px solid rgba(128, 128, 128, .3); }
+        #sessions .device { font-weight: 600; }
+        #sessions button { padding: .2rem .8rem; margin-left: .5rem; }
         """
 
     /// The page's behaviour: sign-out and deletion through the API with the session cookie, the confirmation, the
@@ -99,6 +104,55 @@ extension AccountPage {
                 }
               }, function () {
                 busy(false);
+                say("The server could not be reached. Please try again.");
+              });
+          });
+
+          var othersButton = document.getElementById("sign-out-others");
+
+          function endSession(button) {
+            var row = button.closest("li");
+            if (row.dataset.current === "true") { signOutButton.click(); return; }
+            button.disabled = true;
+            fetch("/v1/sessions/" + encodeURIComponent(button.dataset.sessionId),
+              { method: "DELETE", credentials: "same-origin", headers: { "Accept": "application/json" } })
+              .then(function (response) {
+                if (response.status === 204 || response.status === 404) {
+                  row.remove();
+                  othersButton.hidden = !document.querySelector("#sessions li:not([data-current])");
+                  say("That device is signed out.");
+                } else if (response.status === 401) {
+                  showSignedOut("Your session had already ended.");
+                } else {
+                  button.disabled = false;
+                  say("Signing that device out did not work (HTTP " + response.status + "). Please try again.");
+                }
+              }, function () {
+                button.disabled = false;
+                say("The server could not be reached. Please try again.");
+              });
+          }
+          document.querySelectorAll("#sessions .end-session").forEach(function (button) {
+            button.addEventListener("click", function () { endSession(button); });
+          });
+
+          othersButton.addEventListener("click", function () {
+            othersButton.disabled = true;
+            fetch("/v1/sessions", { method: "DELETE", credentials: "same-origin", headers: { "Accept": "application/json" } })
+              .then(function (response) {
+                if (response.status === 200) {
+                  return response.json().then(function (body) {
+                    document.querySelectorAll("#sessions li:not([data-current])").forEach(function (row) { row.remove(); });
+                    othersButton.hidden = true;
+                    othersButton.disabled = false;
+                    say(body.ended === 1 ? "1 other device is signed out." : body.ended + " other devices are signed out.");
+                  });
+                }
+                if (response.status === 401) { return showSignedOut("Your session had already ended."); }
+                othersButton.disabled = false;
+                say("Signing out the other devices did not work (HTTP " + response.status + "). Please try again.");
+              }, function () {
+                othersButton.disabled = false;
                 say("The server could not be reached. Please try again.");
               });
           });

@@ -19,6 +19,8 @@ public struct AccountPage: Sendable {
 
     /// The signed-in account, or `nil` for the signed-out state.
     public var account: AccountView?
+    /// The account's live sessions, newest first (the asking one marked current).
+    public var sessions: [DeviceSession]
     /// The message to show, if any.
     public var notice: Notice?
     /// Whether `APPLE_REDIRECT_URI` is set (otherwise there is no "Sign in with Apple" button).
@@ -27,8 +29,9 @@ public struct AccountPage: Sendable {
     public var cspNonce: String
 
     /// Creates a page.
-    public init(account: AccountView?, notice: Notice?, webFlowEnabled: Bool, cspNonce: String) {
+    public init(account: AccountView?, sessions: [DeviceSession] = [], notice: Notice?, webFlowEnabled: Bool, cspNonce: String) {
         self.account = account
+        self.sessions = sessions
         self.notice = notice
         self.webFlowEnabled = webFlowEnabled
         self.cspNonce = cspNonce
@@ -91,6 +94,7 @@ public struct AccountPage: Sendable {
             <dt>Email forwarding</dt><dd id="email-forwarding" data-forwarding="\(account.emailForwarding.rawValue)">\(forwarding)</dd>
             <dt>Member since</dt><dd><time datetime="\(since)">\(since)</time></dd>
             </dl>
+            \(sessionsMarkup())
             <div class="actions">
             <button type="button" id="sign-out">Sign out</button>
             <button type="button" id="delete-account" class="danger" aria-haspopup="dialog">Delete account</button>
@@ -110,6 +114,38 @@ public struct AccountPage: Sendable {
             </dialog>
             </section>
             """
+    }
+
+    /// Where the user is signed in: each session with its label, when it began and was last seen, and "Sign out".
+    private func sessionsMarkup() -> String {
+        let rows = sessions.map { session in
+            let label = session.device.map(Self.escape) ?? "Unnamed device"
+            var details = session.current ? "This device · " : ""
+            details += "signed in \(Self.minute(session.createdAt))"
+            if let seen = session.lastSeenAt { details += " · last active \(Self.minute(seen))" }
+            let id = Self.escape(session.id)
+            let current = session.current ? #" data-current="true""# : ""
+            return #"<li data-session-id="\#(id)"\#(current)><span class="device">\#(label)</span> "#
+                + #"<span class="hint">\#(details)</span> "#
+                + #"<button type="button" class="end-session" data-session-id="\#(id)">Sign out</button></li>"#
+        }
+        let others = sessions.contains { !$0.current }
+        return """
+            <h2 id="sessions-heading">Where you are signed in</h2>
+            <ul id="sessions" aria-labelledby="sessions-heading">
+            \(rows.joined(separator: "\n"))
+            </ul>
+            <div class="actions"><button type="button" id="sign-out-others"\(others ? "" : " hidden")>Sign out of all other devices</button></div>
+            """
+    }
+
+    /// An instant to the minute, in UTC: "2026-11-27 09:41 UTC".
+    static func minute(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm 'UTC'"
+        return formatter.string(from: date)
     }
 
     private func signedOutMarkup() -> String {

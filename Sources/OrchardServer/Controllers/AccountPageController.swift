@@ -36,10 +36,12 @@ public struct AccountPageController<Context: RequestContext>: Sendable {
         let nonce = Data(random.bytes(18)).base64EncodedString()
         var headers = securityHeaders(nonce: nonce)
         var account: AccountView?
+        var sessions: [DeviceSession] = []
         var notice = request.uri.queryParameters["error"].map { Self.notice(forError: String($0)) }
         if let credential = request.sessionToken {
             do {
                 account = try await accounts.session(token: credential.token).account
+                sessions = try await accounts.deviceSessions(token: credential.token)
                 notice = nil
             } catch {
                 switch error.code {
@@ -53,7 +55,7 @@ public struct AccountPageController<Context: RequestContext>: Sendable {
                 }
             }
         }
-        let page = AccountPage(account: account, notice: notice, webFlowEnabled: webFlowEnabled, cspNonce: nonce)
+        let page = AccountPage(account: account, sessions: sessions, notice: notice, webFlowEnabled: webFlowEnabled, cspNonce: nonce)
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: page.html())))
     }
 
