@@ -50,7 +50,7 @@ public struct FirstAuthorizationUser: Sendable, Hashable {
 /// session, runs every handler registered with ``onWipe(_:)`` once, and publishes ``AuthState/signedOut(_:)``.
 ///
 /// A sign-out is never undone by an answer that was already on its way: a call that waits on Orchard and then stores a
-/// session or publishes ``AuthState/signedIn(_:)`` (``signIn(identityToken:authorizationCode:nonce:user:)``,
+/// session or publishes ``AuthState/signedIn(_:)`` (``signIn(identityToken:authorizationCode:nonce:user:device:)``,
 /// ``session()``) does neither when the app was signed out while it waited, and throws ``OrchardError/notSignedIn``.
 public actor OrchardClient {
     /// Every change of ``state``, starting with the state at creation. One consumer (the app's model) reads it.
@@ -118,6 +118,8 @@ public actor OrchardClient {
     ///     needs to revoke the user's grant when the account is deleted.
     ///   - nonce: ``Nonce/value`` of the nonce whose SHA-256 went to Apple.
     ///   - user: the name (and email) Apple gave on the first authorization only.
+    ///   - device: a label for this session that the user recognizes in ``sessions()`` on their other devices, such as
+    ///     the device's name ("Alice's iPhone"); at most 64 characters, no control characters. Stored encrypted.
     /// - Returns: The account, new or returning.
     /// - Throws: ``OrchardError/notSignedIn`` when the app was signed out (``signOut()``,
     ///   ``appleCredentialWasRevoked()``, any other sign-out) while Orchard answered: the sign-out wins, and the new
@@ -126,7 +128,8 @@ public actor OrchardClient {
         identityToken: String,
         authorizationCode: String,
         nonce: String,
-        user: FirstAuthorizationUser? = nil
+        user: FirstAuthorizationUser? = nil,
+        device: String? = nil
     ) async throws(OrchardError) -> Account {
         struct Body: Encodable {
             struct User: Encodable {
@@ -137,8 +140,9 @@ public actor OrchardClient {
             var authorizationCode: String
             var nonce: String
             var user: User?
+            var device: String?
             enum CodingKeys: String, CodingKey {
-                case nonce, user
+                case nonce, user, device
                 case identityToken = "identity_token"
                 case authorizationCode = "authorization_code"
             }
@@ -160,7 +164,7 @@ public actor OrchardClient {
             let name = user.firstName == nil && user.lastName == nil ? nil : Account.Name(firstName: user.firstName, lastName: user.lastName)
             posted = Body.User(name: name, email: user.email)
         }
-        let body = Body(identityToken: identityToken, authorizationCode: authorizationCode, nonce: nonce, user: posted)
+        let body = Body(identityToken: identityToken, authorizationCode: authorizationCode, nonce: nonce, user: posted, device: device)
         let generation = wipeGeneration
         let answer: Answer = try await call("POST", "/v1/auth/apple", bearer: nil, body: body)
         guard wipeGeneration == generation else { throw .notSignedIn }
@@ -281,14 +285,14 @@ public actor OrchardClient {
         continuation.yield(new)
     }
 
-    private func storedSession() throws(OrchardError) -> StoredSession {
+    func storedSession() throws(OrchardError) -> StoredSession {
         guard let stored = try? store.load() else { throw .notSignedIn }
         return stored
     }
 
     // MARK: - HTTP
 
-    private struct Empty: Decodable {}
+    struct Empty: Decodable {}
 
     private struct Problem: Decodable {
         var code: String
@@ -296,7 +300,7 @@ public actor OrchardClient {
         var reason: String?
     }
 
-    private func call<Answer: Decodable>(
+    func call<Answer: Decodable>(
         _ method: String,
         _ path: String,
         bearer: String?,

@@ -35,7 +35,12 @@ struct OrchardClientTests {
     }
 
     /// A fresh user through the whole native sign-in: nonce from Orchard, Apple's sheet (the emulator), sign-in.
-    static func signIn(_ servers: Servers, credentialStates: (any CredentialStateProvider)? = nil) async throws -> Signed {
+    static func signIn(
+        _ servers: Servers,
+        credentialStates: (any CredentialStateProvider)? = nil,
+        sub existing: String? = nil,
+        device: String? = nil
+    ) async throws -> Signed {
         let store = FileSessionStore(url: servers.folder.appendingPathComponent("app/session-\(UUID().uuidString).json"))
         let client = try OrchardClient(baseURL: servers.orchardURL, store: store, credentialStates: credentialStates)
         let wipes = Wipes()
@@ -45,14 +50,15 @@ struct OrchardClientTests {
             for await state in client.states { states.add(state) }
         }
         let nonce = try await client.nonce()
-        let sub = "001234.\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()).0001"
+        let sub = existing ?? "001234.\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()).0001"
         // Apple gets the raw nonce here (Linux has no CryptoKit for `Nonce.sha256`); Orchard accepts either form.
         let authorization = try await servers.authorize(sub: sub, nonce: nonce.value)
         let account = try await client.signIn(
             identityToken: authorization.identityToken,
             authorizationCode: authorization.authorizationCode,
             nonce: nonce.value,
-            user: FirstAuthorizationUser(firstName: "Ada", lastName: "Lovelace", email: "ada@example.com")
+            user: FirstAuthorizationUser(firstName: "Ada", lastName: "Lovelace", email: "ada@example.com"),
+            device: device
         )
         return Signed(client: client, account: account, sub: sub, wipes: wipes, states: states, store: store)
     }
