@@ -83,6 +83,8 @@ let package = Package(
             name: "Accounts",
             dependencies: [
                 "AppleID",
+                // Already built for AppleID; access tokens are signed and their key set written with it.
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -241,6 +243,7 @@ let package = Package(
             name: "OrchardServerTests",
             dependencies: [
                 "OrchardServer", "OrchardTesting", "AppleIDEmulator", "Storage", "Accounts", "AppleID",
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -21,6 +21,8 @@ public struct AccountsConfiguration: Sendable {
     public var retryPolicy = RetryPolicy()
     /// How long the records of finished work are kept.
     public var retention = RetentionWindows()
+    /// Access tokens: issuer, audiences, lifetimes (the server sets the issuer from where it is reached).
+    public var accessTokens = AccessTokenConfiguration(issuer: "http://127.0.0.1:8080")
 
     /// The contract's defaults.
     public init() {}

@@ -7,7 +7,7 @@ public import Metrics
 public struct Lifecycle: Sendable {
     /// What the one store provides.
     public typealias Store = AccountStore & AccountChangeStore & NotificationInbox & RevocationOutbox & ValidationSchedule
-        & TransferStore & OutboxQueries
+        & TransferStore & OutboxQueries & SigningKeyStore
 
     /// Sign-in, sessions, sign-out and deletion.
     public let accounts: Accounts
@@ -29,6 +29,8 @@ public struct Lifecycle: Sendable {
     public let notificationHandler: NotificationHandler
     /// Refresh-token validation.
     public let validationHandler: RefreshValidationHandler
+    /// Access tokens for the app's other backends, and their signing keys.
+    public let accessTokens: AccessTokens
 
     /// Assembles the parts over `store`.
     public init(
@@ -128,6 +130,14 @@ public struct Lifecycle: Sendable {
             timing: ValidationTiming(interval: configuration.refreshValidationInterval, random: random),
             retryPolicy: configuration.retryPolicy,
             metrics: metrics
+        )
+        self.accessTokens = AccessTokens(
+            store: store,
+            accounts: accounts,
+            vault: vault,
+            clock: clock,
+            random: random,
+            configuration: configuration.accessTokens
         )
     }
 

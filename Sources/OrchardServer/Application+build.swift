@@ -78,6 +78,10 @@ public func buildApplication(
     ).addRoutes(to: routes)
     SessionController(accounts: accounts).addRoutes(to: routes)
     DeviceSessionsController(accounts: accounts).addRoutes(to: routes)
+    TokenController(
+        tokens: lifecycle.accessTokens,
+        publicBase: AccessTokenConfiguration.defaultIssuer(listener: configuration.listener, webFlow: configuration.webFlow)
+    ).addRoutes(to: routes)
     AccountController(accounts: accounts).addRoutes(to: routes)
     NotificationController(notifications: lifecycle.notifications).addRoutes(to: routes)
     if OpenAPIDocument.bytes == nil {

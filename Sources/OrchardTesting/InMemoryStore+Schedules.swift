@@ -158,3 +158,27 @@ extension InMemoryStore: OutboxQueries {
         tables.withLock { $0.inbox[jti]?.entry }
     }
 }
+
+extension InMemoryStore: SigningKeyStore {
+    /// Every key, by generation.
+    public func signingKeys() async throws -> [SigningKeyRecord] {
+        tables.withLock { $0.signingKeys.sorted { $0.generation < $1.generation } }
+    }
+
+    /// Adds, withdraws and deletes keys at once; `false` when the new key's generation is taken.
+    public func changeSigningKeys(adding key: SigningKeyRecord?, withdrawing: [String], deleting: [String], at: Date) async throws -> Bool {
+        tables.withLock { tables in
+            if let key {
+                guard !tables.signingKeys.contains(where: { $0.generation == key.generation }) else { return false }
+                tables.signingKeys.append(key)
+            }
+            for index in tables.signingKeys.indices where withdrawing.contains(tables.signingKeys[index].id) {
+                guard tables.signingKeys[index].withdrawnAt == nil else { continue }
+                tables.signingKeys[index].withdrawnAt = at
+                tables.signingKeys[index].sealedPrivateKey = nil
+            }
+            tables.signingKeys.removeAll { deleting.contains($0.id) }
+            return true
+        }
+    }
+}

@@ -27,6 +27,8 @@ public final class InMemoryStore: Sendable {
         public var audit: [AuditRecord] = []
         /// Transfer rows by side and account id.
         public var transfers: [TransferSide: [String: TransferRecord]] = [.export: [:], .import: [:]]
+        /// Access-token signing keys.
+        public var signingKeys: [SigningKeyRecord] = []
     }
 
     /// An inbox row and its queue state.

@@ -27,7 +27,8 @@ struct SessionMemoryTests {
                 sealedName: nil,
                 appleCredential: .valid,
                 lastValidatedAt: nil,
-                createdAt: now
+                createdAt: now,
+                clientID: "com.example.app"
             )
         )
     }

@@ -24,6 +24,8 @@ public struct SealedAccountView: Sendable, Equatable {
     public var lastValidatedAt: Date?
     /// When the account was created.
     public var createdAt: Date
+    /// The Apple client id the account last signed in with (an access token's `client_id`).
+    public var clientID: String
 
     /// Creates a sealed view.
     public init(
@@ -35,7 +37,8 @@ public struct SealedAccountView: Sendable, Equatable {
         sealedName: String?,
         appleCredential: AppleCredentialState,
         lastValidatedAt: Date?,
-        createdAt: Date
+        createdAt: Date,
+        clientID: String
     ) {
         self.id = id
         self.sealedSubject = sealedSubject
@@ -46,6 +49,7 @@ public struct SealedAccountView: Sendable, Equatable {
         self.appleCredential = appleCredential
         self.lastValidatedAt = lastValidatedAt
         self.createdAt = createdAt
+        self.clientID = clientID
     }
 }
 
@@ -61,7 +65,8 @@ extension AccountRecord {
             sealedName: sealedName,
             appleCredential: appleCredential,
             lastValidatedAt: lastValidatedAt,
-            createdAt: createdAt
+            createdAt: createdAt,
+            clientID: clientID
         )
     }
 }

@@ -39,6 +39,11 @@ public enum SealingContext {
         "notification:\(jti):event"
     }
 
+    /// The private key of the access-token signing key `keyID`.
+    public static func signingKey(_ keyID: String) -> String {
+        "signing_key:\(keyID):private_key"
+    }
+
     /// The nonce of the web-flow state whose hash is `stateHash`.
     public static func webFlowState(_ stateHash: String) -> String {
         "web_flow:\(stateHash):nonce"

@@ -123,6 +123,7 @@ public struct VaultRotation: Sendable {
         case .webFlowStates: SealingContext.webFlowState(key)
         case .transferExports: SealingContext.account(key, .transferSub)
         case .sessions: SealingContext.session(key)
+        case .signingKeys: SealingContext.signingKey(key)
         }
     }
 }

@@ -12,11 +12,13 @@ public enum VaultTable: String, Sendable, CaseIterable {
     case transferExports = "transfer_exports"
     /// Sessions' device labels.
     case sessions
+    /// Access-token signing keys' private keys.
+    case signingKeys = "signing_keys"
 
     /// The column that identifies a row.
     public var keyColumn: String {
         switch self {
-        case .accounts, .revocations, .sessions: "id"
+        case .accounts, .revocations, .sessions, .signingKeys: "id"
         case .notificationInbox: "jti"
         case .webFlowStates: "state_hash"
         case .transferExports: "account_id"
@@ -33,6 +35,7 @@ public enum VaultTable: String, Sendable, CaseIterable {
         case .webFlowStates: ["sealed_nonce"]
         case .transferExports: ["sealed_transfer_sub"]
         case .sessions: ["sealed_device"]
+        case .signingKeys: ["sealed_private_key"]
         }
     }
 }

@@ -69,6 +69,10 @@ extension OrchardConfiguration {
             ("ORCHARD_METRICS_HOST", listener.metricsHost),
             ("ORCHARD_METRICS_PORT", listener.metricsPort.map(String.init) ?? "(none: /metrics on the public listener)"),
             ("ORCHARD_LOG_LEVEL", logLevel.rawValue),
+            ("ORCHARD_TOKEN_ISSUER", accessTokens.issuer),
+            ("ORCHARD_TOKEN_AUDIENCE", accessTokens.audiences.isEmpty ? "(\(accessTokens.issuer), the issuer)" : list(accessTokens.audiences)),
+            ("ORCHARD_ACCESS_TOKEN_TTL", seconds(accessTokens.ttl)),
+            ("ORCHARD_TOKEN_KEY_LIFETIME", seconds(accessTokens.keyLifetime)),
         ]
     }
 

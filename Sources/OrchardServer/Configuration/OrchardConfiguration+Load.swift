@@ -65,6 +65,7 @@ extension OrchardConfiguration {
         }
         config.webFlow = try WebFlowConfiguration(reader: settings)
         config.webhooks = try WebhookConfiguration(reader: settings)
+        config.accessTokens = try AccessTokenConfiguration(reader: settings, listener: config.listener, webFlow: config.webFlow)
         return config
     }
 }

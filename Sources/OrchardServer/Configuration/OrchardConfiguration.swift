@@ -35,6 +35,8 @@ public struct OrchardConfiguration: Sendable {
     public var webhooks = WebhookConfiguration()
     /// The lifecycle's settings (sessions, nonces, validation, the consent-revoked policy, the clock's leeway).
     public var lifecycle = AccountsConfiguration()
+    /// Access tokens for the app's other backends.
+    public var accessTokens = AccessTokenConfiguration(issuer: "http://127.0.0.1:8080")
     /// `ORCHARD_LOG_LEVEL`.
     public var logLevel = Logger.Level.info
 
@@ -51,6 +53,7 @@ public struct OrchardConfiguration: Sendable {
     public var accounts: AccountsConfiguration {
         var accounts = lifecycle
         accounts.webhookURLs = webhooks.urls.map(\.absoluteString)
+        accounts.accessTokens = accessTokens
         return accounts
     }
 }

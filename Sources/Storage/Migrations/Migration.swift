@@ -232,5 +232,23 @@ extension Migration {
                 try await db.raw("CREATE UNIQUE INDEX sessions_id ON sessions (id)").run()
             }
         ),
+        Migration(
+            version: 10,
+            summary: "access tokens: the signing keys every replica shares, the private halves sealed",
+            statements: [
+                """
+                CREATE TABLE signing_keys (
+                    id TEXT PRIMARY KEY,
+                    generation INTEGER NOT NULL UNIQUE,
+                    sealed_private_key TEXT,
+                    public_x TEXT NOT NULL,
+                    public_y TEXT NOT NULL,
+                    created_at BIGINT NOT NULL,
+                    activates_at BIGINT NOT NULL,
+                    withdrawn_at BIGINT
+                )
+                """
+            ]
+        ),
     ]
 }

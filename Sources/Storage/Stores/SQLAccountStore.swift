@@ -187,7 +187,7 @@ public struct SQLAccountStore: AccountStore {
                 a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
                 a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
                 a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
-                a.created_at AS created_at
+                a.created_at AS created_at, a.client_id AS client_id
             FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
             WHERE s.token_hash = \(bind: tokenHash)
             """
@@ -249,7 +249,8 @@ public struct SQLAccountStore: AccountStore {
             sealedName: try row.optionalString("sealed_name"),
             appleCredential: AppleCredentialState(rawValue: try row.string("apple_credential")) ?? .unknown,
             lastValidatedAt: try row.date("last_validated_at"),
-            createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0)
+            createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
+            clientID: try row.string("client_id")
         )
     }
 
