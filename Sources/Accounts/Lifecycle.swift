@@ -132,12 +132,10 @@ public struct Lifecycle: Sendable {
             metrics: metrics
         )
         self.accessTokens = AccessTokens(
-            store: store,
             accounts: accounts,
-            vault: vault,
+            keys: SigningKeys(store: store, vault: vault, clock: clock, random: random, configuration: configuration.accessTokens),
             clock: clock,
-            random: random,
-            configuration: configuration.accessTokens
+            random: random
         )
     }
 

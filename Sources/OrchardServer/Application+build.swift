@@ -36,6 +36,15 @@ public func buildApplication(
     let configuration = dependencies.configuration
     let logger = dependencies.logger
     let (lifecycle, store) = try await buildLifecycle(dependencies)
+    do {
+        // An installation's first access-token key is made here, and signs at once.
+        try await lifecycle.accessTokens.keys.prepare()
+    } catch {
+        logger.warning(
+            "the access-token signing keys could not be read at start; the first request that needs them tries again",
+            metadata: ["error.code": "\(error.code.rawValue)", "error.reason": "\(error.reason)"]
+        )
+    }
     let accounts = lifecycle.accounts
 
     let router = Router(context: OrchardRequestContext.self)

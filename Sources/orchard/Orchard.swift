@@ -14,6 +14,7 @@ struct Orchard: AsyncParsableCommand {
             ServeCommand.self, DemoCommand.self, AppleEmulatorCommand.self, MigrateCommand.self, TokenCommand.self,
             AccountsCommand.self,
             VaultCommand.self,
+            KeysCommand.self,
             TransferCommand.self,
             ConfigCommand.self,
         ]

@@ -217,6 +217,6 @@ struct AccessTokenTests {
 extension OrchardProcess {
     /// The harness's keys as the lifecycle lists them: state by key id.
     static func keysList(_ h: OrchardHarness) async throws -> [String: String] {
-        Dictionary(uniqueKeysWithValues: try await h.lifecycle.accessTokens.list().map { ($0.id, $0.state.rawValue) })
+        Dictionary(uniqueKeysWithValues: try await h.lifecycle.accessTokens.keys.list().map { ($0.id, $0.state.rawValue) })
     }
 }

@@ -57,7 +57,7 @@ public struct TokenController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func keySet(_ request: Request, context: Context) async throws -> Response {
-        let body = try await tokens.keySet()
+        let body = try await tokens.keys.keySet()
         return Response(
             status: .ok,
             headers: [.contentType: "application/json", .cacheControl: "max-age=300"],
