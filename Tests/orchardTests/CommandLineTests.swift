@@ -10,7 +10,7 @@ struct CommandLineTests {
         arguments: [
             [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
             ["accounts", "list"], ["accounts", "show"], ["vault"], ["vault", "status"], ["vault", "rotate"], ["config"], ["config", "check"],
-            ["transfer"], ["transfer", "export"], ["transfer", "import"], ["transfer", "status"],
+            ["transfer"], ["transfer", "export"], ["transfer", "import"], ["transfer", "status"], ["keys"], ["keys", "list"], ["keys", "rotate"],
         ]
     )
     func help(_ command: [String]) async throws {
@@ -27,7 +27,7 @@ struct CommandLineTests {
         #expect(result.standardError.split(separator: "\n").count == 1)
     }
 
-    @Test("a wrong setting is named: port, vault keys, plain http to a remote Apple")
+    @Test("a wrong setting is named: port, vault keys, access-token lifetimes and names, plain http to a remote Apple")
     func badSettings() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -44,6 +44,16 @@ struct CommandLineTests {
         let vault = try await OrchardProcess.runInBackground(["serve"], environment: base.merging(["ORCHARD_VAULT_KEYS": "k1:short"]) { $1 })
         #expect(vault.status == 2)
         #expect(vault.standardError.contains("ORCHARD_VAULT_KEYS"))
+        // An access token lives 1 s to 1 hour; an issuer or audience with a space cannot be matched by a verifier.
+        for (setting, value) in [
+            ("ORCHARD_ACCESS_TOKEN_TTL", "0"), ("ORCHARD_ACCESS_TOKEN_TTL", "3601"), ("ORCHARD_ACCESS_TOKEN_TTL", "five"),
+            ("ORCHARD_TOKEN_KEY_LIFETIME", "10"), ("ORCHARD_TOKEN_ISSUER", "https://auth example.com"),
+            ("ORCHARD_TOKEN_AUDIENCE", "api,back end"),
+        ] {
+            let refused = try await OrchardProcess.runInBackground(["serve"], environment: base.merging([setting: value]) { $1 })
+            #expect(refused.status == 2, "\(setting)=\(value)")
+            #expect(refused.standardError.contains(setting), "\(setting)=\(value): \(refused.standardError)")
+        }
         let http = try await OrchardProcess.runInBackground(
             ["serve"],
             environment: base.merging(["APPLE_BASE_URL": "http://apple.example.com"]) { $1 }

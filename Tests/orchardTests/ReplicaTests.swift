@@ -170,3 +170,64 @@ struct ReplicaTests {
         await pair.stop()
     }
 }
+
+extension ReplicaTests {
+    /// The `kid` of a token `client` gets for `session`.
+    static func signingKeyID(_ client: OrchardClient, _ session: String) async throws -> String? {
+        let answer = try await client.request(.POST, "/v1/session/token", bearer: session)
+        guard let token = answer["access_token"], let header = token.split(separator: ".").first else { return nil }
+        var text = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        text += String(repeating: "=", count: (4 - text.count % 4) % 4)
+        guard let data = Data(base64Encoded: text) else { return nil }
+        return (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["kid"] as? String
+    }
+
+    @Test("two replicas starting together make one signing key and sign with it; orchard keys rotate reaches both within 10 s")
+    func replicasShareSigningKeys() async throws {
+        let setup = try await ServeProcessTests.Setup.start()
+        let database = try await TestDatabase.make(.postgres)
+        guard case .postgres(let url) = database.url else { throw CancellationError() }
+        var environment = setup.environment
+        environment["ORCHARD_DATABASE_URL"] = url
+        let replicaEnvironment = environment
+        async let first = ServeProcess.start(environment: replicaEnvironment, logDirectory: setup.directory.path, http: setup.http)
+        async let second = ServeProcess.start(environment: replicaEnvironment, logDirectory: setup.directory.path, http: setup.http)
+        let replicas = try await [first, second]
+        do {
+            #expect(try await database.client.read("SELECT id FROM signing_keys").count == 1, "one key, however the starts raced")
+            let clients = replicas.map { setup.client($0) }
+            let signIn = try await clients[0].signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+            let session = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+            let kids = [try await Self.signingKeyID(clients[0], session), try await Self.signingKeyID(clients[1], session)]
+            #expect(kids[0] != nil && kids[0] == kids[1])
+            let sets = [
+                try await clients[0].request(.GET, "/.well-known/jwks.json").body,
+                try await clients[1].request(.GET, "/.well-known/jwks.json").body,
+            ]
+            #expect(sets[0] == sets[1])
+
+            let rotated = try await OrchardProcess.runInBackground(["keys", "rotate"], environment: environment)
+            #expect(rotated.status == 0, "\(rotated.standardError)")
+            let newKey = try #require(
+                rotated.standardOutput.split(separator: "\n").first { $0.hasPrefix("new_key: ") }?.split(separator: " ").dropFirst().first
+            )
+            for client in clients {
+                #expect(
+                    await eventually(timeout: 15) { (try? await Self.signingKeyID(client, session)) == String(newKey) },
+                    "a replica still signs with the old key"
+                )
+            }
+            let listed = try await OrchardProcess.runInBackground(["keys", "list", "--json"], environment: environment)
+            #expect(listed.status == 0)
+            let keys = try #require(try JSONSerialization.jsonObject(with: Data(listed.standardOutput.utf8)) as? [[String: Any]])
+            #expect(keys.map { $0["state"] as? String } == ["current", "retired"], "\(keys)")
+            #expect(keys.first?["id"] as? String == String(newKey))
+            #expect(keys.last?["published_until"] is String)
+        } catch {
+            Issue.record(error)
+        }
+        for replica in replicas { await replica.terminate() }
+        await database.remove()
+        await setup.stop()
+    }
+}
