@@ -66,20 +66,27 @@ public actor OrchardClient {
     private var wipeHandlers: [@Sendable () async -> Void] = []
     /// How many times ``wipe(_:)`` has run. A call that stores a session or publishes `signedIn` after waiting on
     /// Orchard reads it before its request and goes ahead only if it has not moved.
-    private var wipeGeneration = 0
+    private(set) var wipeGeneration = 0
+    /// The access token ``accessToken()`` got last, while it has more than a fifth of its lifetime left.
+    var cachedAccessToken: CachedAccessToken?
+    /// The time, for the access token's lifetime (injected by tests).
+    let now: @Sendable () -> Date
 
     /// Creates the client of the Orchard at `baseURL`, keeping the session in `store`.
     ///
     /// - Parameters:
     ///   - credentialStates: Apple's device-side credential state (``AppleIDCredentialStateProvider`` on Apple
     ///     platforms); `nil` skips that check.
+    ///   - now: the time, for when a cached access token is renewed.
     /// - Throws: what `store` throws when reading the stored session.
     public init(
         baseURL: URL,
         store: any SessionStore,
         urlSession: URLSession = .shared,
-        credentialStates: (any CredentialStateProvider)? = nil
+        credentialStates: (any CredentialStateProvider)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) throws {
+        self.now = now
         self.baseURL = baseURL
         self.store = store
         self.urlSession = urlSession
@@ -270,8 +277,9 @@ public actor OrchardClient {
     ///
     /// Every call counts in ``wipeGeneration``, even one with nothing to wipe: a sign-in still waiting on Orchard must
     /// not sign the app back in after the user signed out.
-    private func wipe(_ reason: SignOutReason) async {
+    func wipe(_ reason: SignOutReason) async {
         wipeGeneration += 1
+        cachedAccessToken = nil
         if case .signedOut = state, (try? store.load()) == nil { return }
         // The state changes before the handlers run: a second failure arriving meanwhile finds it signed out.
         publish(.signedOut(reason))
