@@ -59,6 +59,8 @@ let package = Package(
             dependencies: [
                 .product(name: "AppleID", package: mainPackage),
                 .product(name: "AppleIDEmulator", package: mainPackage),
+                .product(name: "Accounts", package: mainPackage),
+                .product(name: "OrchardTesting", package: mainPackage),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -79,11 +79,16 @@ def inprocess(opts):
     m = re.search(r"^rsa\s+2048 bits\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)\s*$", speed, re.M)
     if not m:
         raise BenchError(f"unreadable openssl speed output:\n{speed}")
+    ecdsa = subprocess.run(["openssl", "speed", "-seconds", str(int(opts.verify_seconds)), "-multi", "1", "ecdsap256"],
+                           capture_output=True, text=True, timeout=120).stdout
+    e = re.search(r"^\s*256 bits ecdsa \(nistp256\)\s+\S+\s+\S+\s+([\d.]+)\s+([\d.]+)\s*$", ecdsa, re.M)
+    if not e:
+        raise BenchError(f"unreadable openssl speed ecdsap256 output:\n{ecdsa}")
     pyjwt = json.loads(subprocess.run([sys.executable, os.path.join(HERE, "pyjwt_verify.py"), out,
                                        str(opts.verify_seconds)], check=True, capture_output=True, text=True,
                                       timeout=120).stdout)
     return {**verify, **pyjwt, "openssl_rsa2048_sign_per_s": float(m.group(1)),
-            "openssl_rsa2048_verify_per_s": float(m.group(2))}
+            "openssl_rsa2048_verify_per_s": float(m.group(2)), "openssl_ecdsap256_sign_per_s": float(e.group(1))}
 
 
 # MARK: Processes
@@ -527,6 +532,11 @@ def print_table(r):
             print(f"  per verification: Orchard {1e6 / o:.1f} us, openssl's RSA {1e6 / s:.1f} us, the 0.6 goal leaves "
                   f"{budget:.1f} us around it; Foundation's JSON alone takes {1e6 / j:.1f} us "
                   f"(JSONSerialization {1e6 / js:.1f} us)")
+    if ip and "orchard_access_token_issue_per_s" in ip:
+        t, es = ip["orchard_access_token_issue_per_s"], ip["openssl_ecdsap256_sign_per_s"]
+        print("\nAccess-token minting, one thread                  per s    ratio")
+        print(f"  Orchard AccessTokens.issue (session + ES256) {t:9.0f}")
+        print(f"  openssl speed ecdsap256, sign, 1 core        {es:9.0f}   Orchard / openssl = {t / es:.2f}")
     rows = [("sqlite_bare", "GET /health/live (anchor)", None, "sqlite_bare"),
             ("sqlite_session", "GET /v1/session", ">=0.6, p99<5ms", "sqlite_bare"),
             ("sqlite_nonce_mismatch", "POST /v1/auth/apple, nonce 401", ">=0.5", "sqlite_bare"),

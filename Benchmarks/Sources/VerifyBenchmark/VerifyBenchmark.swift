@@ -1,9 +1,11 @@
+import Accounts
 import AppleID
 import AppleIDEmulator
 import Crypto
 import CryptoExtras
 import Foundation
 import Logging
+import OrchardTesting
 
 #if canImport(Glibc)
 import Glibc
@@ -91,7 +93,10 @@ struct VerifyBenchmark {
             _ = try JSONSerialization.jsonObject(with: payload)
         }
 
+        let mint = try await accessTokenIssue(seconds: seconds)
+
         let report: [String: Any] = [
+            "orchard_access_token_issue_per_s": mint.perSecond,
             "orchard_verify_per_s": orchard.perSecond,
             "orchard_verify_cpu_s": orchard.cpu,
             "orchard_verify_count": orchard.count,
@@ -106,6 +111,53 @@ struct VerifyBenchmark {
     }
 
     struct VerifyFailure: Error {}
+
+    /// `AccessTokens.issue(sessionToken:)` in a loop: the session read (from memory) and the ES256 signature of a
+    /// token, as `POST /v1/session/token` runs them, without HTTP.
+    static func accessTokenIssue(seconds: Double) async throws -> (count: Int, perSecond: Double, cpu: Double) {
+        let store = InMemoryStore()
+        let now = Date()
+        let sessionToken = "benchmark-session-token"
+        store.edit { tables in
+            tables.accounts["acct_bench"] = AccountRecord(
+                id: "acct_bench",
+                subjectHash: "subject",
+                sealedSubject: "v1.k.s",
+                sealedEmail: nil,
+                isPrivateEmail: true,
+                emailForwarding: .enabled,
+                sealedName: nil,
+                clientID: clientID,
+                sealedRefreshToken: nil,
+                sealedAccessToken: nil,
+                sealedIdentityToken: nil,
+                appleCredential: .valid,
+                lastValidatedAt: now,
+                nextValidationAt: nil,
+                createdAt: now,
+                updatedAt: now
+            )
+            let hash = SHA256.hash(data: Data(sessionToken.utf8)).map { String(format: "%02x", $0) }.joined()
+            tables.sessions[hash] = SessionRecord(
+                id: "sess_bench",
+                tokenHash: hash,
+                accountID: "acct_bench",
+                createdAt: now,
+                expiresAt: now.addingTimeInterval(86_400)
+            )
+        }
+        let lifecycle = Lifecycle(
+            store: store,
+            vault: TokenVault(keys: [try VaultKey(id: "k1", keyBytes: Data(repeating: 7, count: 32))]),
+            apple: OfflineAppleGateway(),
+            clock: SystemWallClock()
+        )
+        try await lifecycle.accessTokens.keys.prepare()
+        _ = try await lifecycle.accessTokens.issue(sessionToken: sessionToken)
+        return try await timed(seconds: seconds) {
+            _ = try await lifecycle.accessTokens.issue(sessionToken: sessionToken)
+        }
+    }
 
     /// Runs `body` back to back for `seconds`, off the main actor as a server handler would; the rate is per wall second, `cpu` the process's CPU seconds meanwhile.
     static func timed(
