@@ -51,14 +51,16 @@ extension Accounts {
     }
 
     /// Records the session check in the session's `last_seen_at`, once a minute at most: the minute of `now`, written
-    /// only when the session shows an earlier one, so that every other check stays a read.
-    func recordSeen(_ session: SessionRecord, accountID: String) async {
+    /// only when the session shows an earlier one and this process has not tried that minute yet, so that every other
+    /// check stays a read. The write runs beside the answer, never before it: best effort, since the check's answer is
+    /// right without it, and a check answered from a replica's memory during an outage must not wait on the database.
+    func recordSeen(_ session: SessionRecord, accountID: String) {
         let now = clock.now()
         let minute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
         if let seen = session.lastSeenAt, seen >= minute { return }
-        // Best effort: the check's answer is right without it, and a database that cannot take this write refuses the
-        // next sign-in or sign-out loudly enough.
-        try? await store.recordSeen(tokenHash: session.tokenHash, accountID: accountID, at: minute)
+        guard seenSessions.claim(session.tokenHash, minute: minute) else { return }
+        let store = self.store
+        Task { try? await store.recordSeen(tokenHash: session.tokenHash, accountID: accountID, at: minute) }
     }
 
     /// A session's device label, opened.

@@ -21,6 +21,8 @@ public final class Accounts: Sendable {
     let wakeups: JobWakeups
     /// Where `orchard_sign_ins_total` goes.
     let metrics: any MetricsFactory
+    /// Which sessions this process wrote `last_seen_at` for, and for which minute.
+    let seenSessions = SeenSessions()
 
     /// Creates the coordinator over its parts.
     public init(
@@ -69,7 +71,7 @@ public final class Accounts: Sendable {
     ///   ended early.
     public func session(token: String, recent: Bool = false) async throws(AccountsError) -> SessionInfo {
         let (session, account) = try await liveSession(token: token, recent: recent)
-        await recordSeen(session, accountID: account.id)
+        recordSeen(session, accountID: account.id)
         return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try sealing.view(of: account))
     }
 
