@@ -168,13 +168,37 @@ public final class PostgresDatabaseClient: DatabaseClient {
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let unbounded = operationDeadline == nil
         return try await withoutActuallyEscaping(body) { body in
-            try await bounded { connection in
-                try await PreparedSQLDatabase(connection: connection).inTransaction(begin: "BEGIN") { db in
-                    if unbounded { try await db.raw("SET LOCAL statement_timeout = 0").run() }
-                    return try await body(db)
+            // PostgreSQL aborts one of two transactions that wait on each other's row locks (a deadlock, 40P01), or a
+            // serialization failure (40001), and asks for the transaction to be run again: it is, up to three times,
+            // after a few random milliseconds; past that the conflict is answered as the database being unavailable
+            // (503, try again), never as a fault (500).
+            var attempt = 1
+            while true {
+                do {
+                    return try await bounded { connection in
+                        try await PreparedSQLDatabase(connection: connection).inTransaction(begin: "BEGIN") { db in
+                            if unbounded { try await db.raw("SET LOCAL statement_timeout = 0").run() }
+                            return try await body(db)
+                        }
+                    }
+                } catch let error as PSQLError where Self.isConflict(error) {
+                    guard attempt < 3 else {
+                        throw StoreError.unavailable(
+                            "PostgreSQL: concurrent transactions conflicted three times (\(error.serverInfo?[.sqlState] ?? ""))"
+                        )
+                    }
+                    attempt += 1
+                    try await Task.sleep(for: .milliseconds(Int.random(in: 5...50)))
                 }
             }
         }
+    }
+
+    /// A deadlock (40P01) or a serialization failure (40001): PostgreSQL rolled the transaction back, and running it
+    /// again may succeed.
+    static func isConflict(_ error: PSQLError) -> Bool {
+        guard case .server = error.code, let state = error.serverInfo?[.sqlState] else { return false }
+        return state == "40P01" || state == "40001"
     }
 
     /// Nothing to do at once: PostgreSQL keeps deleted rows until vacuum and old pages in its WAL (see docs/deletion.md).
