@@ -21,7 +21,7 @@ struct KeysCommand: AsyncParsableCommand {
     /// `orchard keys list`.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Each key: id, state (next, current, retired, withdrawn, expired), created, used from, published until."
+            abstract: "Each key: id, state (next, current, retired, withdrawn), created, used from, published until."
         )
 
         @Flag(help: "One JSON object per key, in a JSON array.")

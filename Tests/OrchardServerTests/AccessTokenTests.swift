@@ -201,9 +201,13 @@ struct AccessTokenTests {
                 let listed = try await OrchardProcess.keysList(h)
                 #expect(listed[first ?? ""] == "retired" && listed[next] == "current", "\(listed)")
 
-                // Once its last token (signed at most at 3600) has expired, it is no longer published.
+                // Once its last token (signed at most at 3600) has expired, it is no longer published; listed, it is
+                // still retired (the contract's states), published until a moment ago.
                 h.clock.set(start.addingTimeInterval(3600 + 60 + 2))
                 #expect(try await Self.publishedKeyIDs(h) == [next])
+                let gone = try #require(try await h.lifecycle.accessTokens.keys.list().first { $0.id == first })
+                #expect(gone.state == .retired)
+                #expect((gone.publishedUntil ?? .distantFuture) < h.clock.now())
                 // A day later it is gone from the database too.
                 h.clock.set(start.addingTimeInterval(3600 + 60 + 86_400 + 60))
                 _ = try await Self.publishedKeyIDs(h)

@@ -107,7 +107,9 @@ public final class SigningKeys: Sendable {
         return schedule.keys.reversed().map { key in
             KeyInfo(
                 id: key.id,
-                state: schedule.state(of: key, at: now),
+                // A retired key whose tokens have all expired is still "retired" (the contract's four states), its
+                // `published_until` in the past, until it is deleted a day later.
+                state: schedule.state(of: key, at: now) == .expired ? .retired : schedule.state(of: key, at: now),
                 createdAt: key.createdAt,
                 usedFrom: key.activatesAt,
                 publishedUntil: key.withdrawnAt ?? schedule.publishedUntil(key, at: now)
