@@ -52,10 +52,10 @@ struct RouteSpellingTests {
             let cookie = try await CookieSessionTests.webSession(h, browser)
             let port = h.server.port
             let headers = [("Cookie", "__Host-orchard_session=\(cookie)"), ("Origin", "https://evil.example")]
-            for path in ["/v1/account", "/v1/session"] {
+            for (method, path) in [("DELETE", "/v1/account"), ("DELETE", "/v1/session"), ("DELETE", "/v1/sessions"), ("POST", "/v1/session/token")] {
                 for spelling in Self.spellings(path) {
-                    let answer = try await RawHTTP.send(port: port, "DELETE", spelling, headers: headers)
-                    #expect([403, 404].contains(answer.status), "DELETE \(spelling) answered \(answer.status)")
+                    let answer = try await RawHTTP.send(port: port, method, spelling, headers: headers)
+                    #expect([403, 404].contains(answer.status), "\(method) \(spelling) answered \(answer.status)")
                     if answer.status == 403 { #expect(answer.code == "csrf_rejected") }
                     #expect(answer.header("Clear-Site-Data") == nil)
                 }
