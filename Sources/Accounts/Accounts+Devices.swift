@@ -27,9 +27,13 @@ extension Accounts {
     ///
     /// - Throws: `not_found` when the account has no live session with that id (another account's is no different).
     public func endSession(token: String, id: String) async throws(AccountsError) {
-        let (_, account) = try await liveSession(token: token)
+        let (caller, account) = try await liveSession(token: token)
         guard Self.isSessionID(id) else { throw AccountsError(.notFound, "no live session with that id") }
-        let ended = try await storing { try await store.endSession(id: id, accountID: account.id, reason: .signedOut, at: clock.now()) }
+        // Ending one's own session from the list is a sign-out here; any other is a sign-out from another device.
+        let cause: SignOutCause = id == caller.id ? .user : .otherDevice
+        let ended = try await storing {
+            try await store.endSession(id: id, accountID: account.id, reason: .signedOut, cause: cause, at: clock.now())
+        }
         guard ended else { throw AccountsError(.notFound, "no live session with that id") }
     }
 

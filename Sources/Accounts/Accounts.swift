@@ -78,7 +78,7 @@ public final class Accounts: Sendable {
     /// Ends the session behind a bearer token (sign-out); touches nothing at Apple.
     public func signOut(token: String) async throws(AccountsError) {
         let (session, _) = try await liveSession(token: token)
-        _ = try await storing { try await store.endSession(tokenHash: session.tokenHash, reason: .signedOut, at: clock.now()) }
+        _ = try await storing { try await store.endSession(tokenHash: session.tokenHash, reason: .signedOut, cause: .user, at: clock.now()) }
     }
 
     /// The live session behind a token, with its account's shown fields.

@@ -37,6 +37,8 @@ public struct RetentionWindows: Sendable {
     public var deliveredWebhooks: Duration = .seconds(7 * 86_400)
     /// A session's row after it ended or expired (its `session_revoked` reason is promised until then).
     public var endedSessions: Duration = .seconds(7 * 86_400)
+    /// An account's history event (`ORCHARD_HISTORY_RETENTION`, in days).
+    public var history: Duration = .seconds(400 * 86_400)
 
     /// The contract's windows.
     public init() {}
@@ -48,6 +50,8 @@ public struct RetentionWindows: Sendable {
         case .processedNotifications: now.addingTimeInterval(-processedNotifications.seconds)
         case .deliveredWebhooks: now.addingTimeInterval(-deliveredWebhooks.seconds)
         case .endedSessions, .expiredSessions: now.addingTimeInterval(-endedSessions.seconds)
+        case .history: now.addingTimeInterval(-history.seconds)
+        case .sessionExpiries: now
         }
     }
 }

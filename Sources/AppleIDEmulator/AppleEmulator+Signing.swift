@@ -60,6 +60,9 @@ extension AppleEmulator {
             claims["email_verified"] = user.emailVerified
             claims["is_private_email"] = user.isPrivateEmail
         }
+        if let orgID = user.orgID {
+            claims["org_id"] = orgID
+        }
         if let nonce {
             claims["nonce"] = nonce
         }

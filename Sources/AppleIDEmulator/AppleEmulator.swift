@@ -83,7 +83,8 @@ public final class AppleEmulator: Sendable {
         emailVerified: Bool = true,
         realUserStatus: Int = 2,
         firstName: String? = nil,
-        lastName: String? = nil
+        lastName: String? = nil,
+        orgID: String? = nil
     ) -> EmulatedUser {
         let email = email ?? EmulatedUser.makePrivateRelayEmail()
         let user = EmulatedUser(
@@ -93,7 +94,8 @@ public final class AppleEmulator: Sendable {
             emailVerified: emailVerified,
             realUserStatus: realUserStatus,
             firstName: firstName,
-            lastName: lastName
+            lastName: lastName,
+            orgID: orgID ?? configuration.orgID
         )
         state.withLock { $0.remember(user) }
         return user

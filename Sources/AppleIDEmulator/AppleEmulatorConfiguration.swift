@@ -70,6 +70,9 @@ public struct AppleEmulatorConfiguration: Sendable {
     public var timeoutHold: Duration
     /// Teams besides the first.
     public var otherTeams: [EmulatorTeam]
+    /// The organization of every user the emulator makes (`--org-id`): a Work & School installation, whose identity
+    /// tokens carry `org_id` (Managed Apple Accounts); `nil` for consumer Apple IDs.
+    public var orgID: String? = nil
 
     /// Creates a configuration.
     public init(

@@ -14,6 +14,8 @@ public struct EmulatedUser: Sendable, Hashable, Codable {
     public var firstName: String?
     /// The family name the user shared on the first authorization.
     public var lastName: String?
+    /// The organization of a Managed Apple Account (Apple School or Business Manager): the token's `org_id`.
+    public var orgID: String?
 
     /// Creates a user with every field given.
     public init(
@@ -23,7 +25,8 @@ public struct EmulatedUser: Sendable, Hashable, Codable {
         emailVerified: Bool = true,
         realUserStatus: Int = 2,
         firstName: String? = nil,
-        lastName: String? = nil
+        lastName: String? = nil,
+        orgID: String? = nil
     ) {
         self.sub = sub
         self.email = email
@@ -32,6 +35,7 @@ public struct EmulatedUser: Sendable, Hashable, Codable {
         self.realUserStatus = realUserStatus
         self.firstName = firstName
         self.lastName = lastName
+        self.orgID = orgID
     }
 
     /// The domain of Apple's private email relay.

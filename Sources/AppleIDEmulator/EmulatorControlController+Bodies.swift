@@ -21,12 +21,16 @@ extension EmulatorControlController {
         var firstName: String?
         var lastName: String?
         var isPrivateEmail: Bool?
+        var emailVerified: Bool?
+        var orgID: String?
 
         private enum CodingKeys: String, CodingKey {
             case sub, email
             case firstName = "first_name"
             case lastName = "last_name"
             case isPrivateEmail = "is_private_email"
+            case emailVerified = "email_verified"
+            case orgID = "org_id"
         }
     }
 

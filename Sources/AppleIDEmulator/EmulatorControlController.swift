@@ -70,13 +70,17 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
             }
             user.firstName = input?.firstName ?? user.firstName
             user.lastName = input?.lastName ?? user.lastName
+            user.emailVerified = input?.emailVerified ?? user.emailVerified
+            user.orgID = input?.orgID ?? user.orgID
         } else {
             user = emulator.makeUser(
                 sub: input?.sub,
                 email: input?.email,
                 isPrivateEmail: input?.isPrivateEmail,
+                emailVerified: input?.emailVerified ?? true,
                 firstName: input?.firstName,
-                lastName: input?.lastName
+                lastName: input?.lastName,
+                orgID: input?.orgID
             )
         }
         let authorization: EmulatedAuthorization
@@ -106,13 +110,17 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
             }
             user.firstName = input.firstName ?? user.firstName
             user.lastName = input.lastName ?? user.lastName
+            user.emailVerified = input.emailVerified ?? user.emailVerified
+            user.orgID = input.orgID ?? user.orgID
         } else {
             user = emulator.makeUser(
                 sub: input.sub,
                 email: input.email,
                 isPrivateEmail: input.isPrivateEmail,
+                emailVerified: input.emailVerified ?? true,
                 firstName: input.firstName,
-                lastName: input.lastName
+                lastName: input.lastName,
+                orgID: input.orgID
             )
         }
         emulator.setWebUser(user)

@@ -87,6 +87,7 @@ public func buildApplication(
     ).addRoutes(to: routes)
     SessionController(accounts: accounts).addRoutes(to: routes)
     DeviceSessionsController(accounts: accounts).addRoutes(to: routes)
+    HistoryController(accounts: accounts).addRoutes(to: routes)
     TokenController(
         tokens: lifecycle.accessTokens,
         publicBase: AccessTokenConfiguration.defaultIssuer(listener: configuration.listener, webFlow: configuration.webFlow)

@@ -18,6 +18,7 @@ extension InMemoryStore: AccountChangeStore {
                 tables.validationLeases[change.accountID] = nil
                 Self.endSessions(of: change.accountID, reason: .accountDeleted, at: change.at, in: &tables)
                 tables.audit.append(audit)
+                tables.events.removeAll { $0.accountID == change.accountID }
                 let removed = RemovedTokens(
                     accountID: account.id,
                     clientID: account.clientID,
@@ -39,6 +40,7 @@ extension InMemoryStore: AccountChangeStore {
                     WebhookDeliveryStatus(delivery: delivery, status: "pending", lastError: nil, nextAttemptAt: delivery.createdAt)
                 )
             }
+            tables.add(change.history)
             if let jti = change.completesNotification {
                 tables.inbox[jti]?.processed = (change.at, "processed")
                 tables.inbox[jti]?.entry.sealedEvent = nil

@@ -29,6 +29,20 @@ public final class InMemoryStore: Sendable {
         public var transfers: [TransferSide: [String: TransferRecord]] = [.export: [:], .import: [:]]
         /// Access-token signing keys.
         public var signingKeys: [SigningKeyRecord] = []
+        /// Each account's history, in the order written.
+        public var events: [HistoryEvent] = []
+
+        /// Adds events whose id is not taken, as the SQL store does.
+        mutating func add(_ new: [HistoryEvent]) {
+            for event in new where !events.contains(where: { $0.id == event.id }) { events.append(event) }
+        }
+
+        /// Adds the `signed_out` event of the session with `tokenHash`.
+        mutating func signedOut(_ tokenHash: String, cause: SignOutCause, at: Date) {
+            guard let session = sessions[tokenHash] else { return }
+            let id = "evt_" + session.id.dropFirst(5) + "x"
+            add([HistoryEvent(id: id, accountID: session.accountID, kind: .signedOut, occurredAt: at, sessionID: session.id, reason: cause.rawValue)])
+        }
     }
 
     /// An inbox row and its queue state.
@@ -127,6 +141,7 @@ extension InMemoryStore: AccountStore {
         account: AccountRecord,
         isNew: Bool,
         session: SessionRecord,
+        history: [HistoryEvent],
         revocationIfGone: RevocationJob?,
         completesTransfer: TransferCompletion?
     ) async throws -> Bool {
@@ -139,6 +154,7 @@ extension InMemoryStore: AccountStore {
             }
             tables.accounts[account.id] = account
             tables.sessions[session.tokenHash] = session
+            tables.add(history)
             return true
         }
     }
@@ -151,11 +167,12 @@ extension InMemoryStore: AccountStore {
     }
 
     /// Ends a live session.
-    public func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool {
+    public func endSession(tokenHash: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool {
         tables.withLock { tables in
             guard tables.sessions[tokenHash]?.endedAt == nil, tables.sessions[tokenHash] != nil else { return false }
             tables.sessions[tokenHash]?.endedAt = at
             tables.sessions[tokenHash]?.endReason = reason
+            tables.signedOut(tokenHash, cause: cause, at: at)
             return true
         }
     }
@@ -179,12 +196,12 @@ extension InMemoryStore: AccountStore {
     }
 
     /// Ends the account's live session `id`.
-    public func endSession(id: String, accountID: String, reason: SessionEndReason, at: Date) async throws -> Bool {
+    public func endSession(id: String, accountID: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool {
         let hash = tables.withLock { tables in
             tables.sessions.values.first { $0.id == id && $0.accountID == accountID && $0.endedAt == nil && $0.expiresAt > at }?.tokenHash
         }
         guard let hash else { return false }
-        return try await endSession(tokenHash: hash, reason: reason, at: at)
+        return try await endSession(tokenHash: hash, reason: reason, cause: cause, at: at)
     }
 
     /// Ends the account's other live sessions.
@@ -195,9 +212,22 @@ extension InMemoryStore: AccountStore {
             where session.accountID == accountID && hash != keepingTokenHash && session.endedAt == nil && session.expiresAt > at {
                 tables.sessions[hash]?.endedAt = at
                 tables.sessions[hash]?.endReason = reason
+                tables.signedOut(hash, cause: .otherDevice, at: at)
                 ended += 1
             }
             return ended
+        }
+    }
+
+    /// The account's events older than the event `before`, newest first.
+    public func history(accountID: String, before: String?, limit: Int) async throws -> [HistoryEvent] {
+        tables.withLock { tables in
+            var events = tables.events.filter { $0.accountID == accountID }.sorted { ($0.occurredAt, $0.id) > ($1.occurredAt, $1.id) }
+            if let before {
+                guard let cursor = events.first(where: { $0.id == before }) else { return [] }
+                events = events.filter { ($0.occurredAt, $0.id) < (cursor.occurredAt, cursor.id) }
+            }
+            return Array(events.prefix(limit))
         }
     }
 

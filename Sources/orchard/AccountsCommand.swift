@@ -8,12 +8,12 @@ import OrchardServer
 import Prometheus
 import Storage
 
-/// `orchard accounts list / show ID`.
+/// `orchard accounts list / show ID / history ID / delete ID…`.
 struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts",
         abstract: "Operator tools over the accounts in ORCHARD_DATABASE_URL (need ORCHARD_VAULT_KEYS to open them).",
-        subcommands: [List.self, Show.self, Delete.self, Revocations.self, Webhooks.self]
+        subcommands: [List.self, Show.self, History.self, Delete.self, Revocations.self, Webhooks.self]
     )
 
     /// `orchard accounts list`.
@@ -52,6 +52,7 @@ struct AccountsCommand: AsyncParsableCommand {
                 print("id: \(account.id)")
                 print("apple_sub: \(account.appleSub)")
                 print("email: \(account.email ?? "-")")
+                print("email_verified: \(account.emailVerified)")
                 print("is_private_email: \(account.isPrivateEmail)")
                 print("email_forwarding: \(account.emailForwarding.rawValue)")
                 let name = [account.name?.firstName, account.name?.lastName].compactMap { $0 }.joined(separator: " ")
@@ -59,6 +60,47 @@ struct AccountsCommand: AsyncParsableCommand {
                 print("created_at: \(account.createdAt.formatted(.iso8601))")
                 print("apple_credential: \(account.appleCredential.rawValue)")
                 print("last_validated_at: \(account.lastValidatedAt?.formatted(.iso8601) ?? "-")")
+                print("org_id: \(account.orgID ?? "-")")
+            }
+        }
+    }
+
+    /// `orchard accounts history ID`.
+    struct History: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show an account's history, newest first: sign-ins, sign-outs and why, Apple's verdicts and notifications.",
+            discussion: "The same events as GET /v1/account/events. Exit 3 when no account has the id."
+        )
+
+        @Argument(help: "The account id.")
+        var id: String
+
+        @Flag(help: "The events as a JSON array (the EVENT objects of GET /v1/account/events).")
+        var json = false
+
+        func run() async throws {
+            try await AccountsCommand.withAccounts { lifecycle in
+                _ = try await lifecycle.accounts.account(id: id)
+                var events: [HistoryEntry] = []
+                var before: String?
+                repeat {
+                    let page = try await lifecycle.accounts.history(accountID: id, before: before, limit: Accounts.historyPageLimit.upperBound)
+                    events += page.events
+                    before = page.next
+                } while before != nil
+                if json {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                    print(String(decoding: try encoder.encode(events.map(HistoryEventDTO.init)), as: UTF8.self))
+                    return
+                }
+                print("occurred_at\ttype\treason\tsession_id\tdevice")
+                for event in events {
+                    print(
+                        "\(event.occurredAt.formatted(.iso8601))\t\(event.kind.rawValue)\t\(event.reason ?? "-")\t\(event.sessionID ?? "-")\t\(event.device ?? "-")"
+                    )
+                }
+                if events.isEmpty { print("(no events)") }
             }
         }
     }

@@ -60,6 +60,12 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("notify-url"), help: ArgumentHelp("Where notifications are posted.", valueName: "url"))
     var notifyURL: String?
 
+    @Option(
+        name: .customLong("org-id"),
+        help: ArgumentHelp("Act as a Work & School organization: every user's identity tokens carry this org_id.", valueName: "id")
+    )
+    var orgID: String?
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0-65535") }
         guard latencyMS >= 0 else { throw ValidationError("--latency-ms must not be negative") }
@@ -109,6 +115,7 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
             latency: .milliseconds(latencyMS),
             notifyURL: notifyURL
         )
+        configuration.orgID = orgID
         if !teams.isEmpty {
             let parsed = try teams.map(Self.parseTeam)
             configuration.teamID = parsed[0].teamID

@@ -7,7 +7,7 @@ import NIOHTTP1
 extension DemoScript {
     /// Jane signs in on the web as a browser would (no redirects followed, cookies carried by hand), then signs out.
     func webFlow() async throws {
-        step(17, "Jane signs in on the web: a browser's steps, done here over HTTP (with --serve, click through them yourself)")
+        step(18, "Jane signs in on the web: a browser's steps, done here over HTTP (with --serve, click through them yourself)")
         let browser = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(redirectConfiguration: .disallow))
         do {
             try await webFlowSteps(browser)

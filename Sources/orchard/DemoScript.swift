@@ -87,7 +87,7 @@ struct DemoScript {
 
         try await appTransfer()
 
-        step(19, "Every call that reached Apple")
+        step(20, "Every call that reached Apple")
         for call in emulator.calls() {
             let hint = call.tokenTypeHint.map { " token_type_hint=\($0)" } ?? ""
             show("\(call.endpoint.path) grant_type=\(call.grantType ?? "-")\(hint) -> \(call.status.map(String.init) ?? "-")")
@@ -149,8 +149,9 @@ struct DemoScript {
         show(done ? "Bob's token revoked after tries answered \(tries.joined(separator: ", "))" : "still pending")
 
         try await revokedAtApple()
+        try await workAndSchool()
 
-        step(15, "Scan of every database file (main file and WAL) for anything of Ada or Bob")
+        step(16, "Scan of every database file (main file and WAL) for anything of Ada or Bob")
         var secrets = [user.sub, bob.sub, "ada@privaterelay.appleid.com", "bob@privaterelay.appleid.com", "Lovelace", "Builder"]
         secrets += emulator.issuedTokens(sub: user.sub) + emulator.issuedTokens(sub: bob.sub)
         let directory = URL(fileURLWithPath: database.path).deletingLastPathComponent()
@@ -168,7 +169,7 @@ struct DemoScript {
         show(found == 0 ? "nothing found: both users are gone from the files" : "FOUND \(found) values")
         if found > 0 { throw DemoError("personal data left in the database files") }
 
-        step(16, "What remains: audit records holding only a salted hash of each subject")
+        step(17, "What remains: audit records holding only a salted hash of each subject")
         let rows = try await database.withDatabase { db in
             try await db.raw("SELECT event, reason, subject_digest FROM audit_events ORDER BY occurred_at").all()
         }
@@ -184,16 +185,9 @@ struct DemoScript {
     private func revokedAtApple() async throws {
         step(13, "Carol signs up, then stops using Sign in with Apple with this app in her Apple ID settings")
         let carol = emulator.makeUser(email: "carol@example.com", isPrivateEmail: false, firstName: "Carol", lastName: "Shaw")
-        let nonce = try string(try await call(.POST, "/v1/auth/apple/nonce", expect: 201), "nonce")
-        let authorization = try emulator.authorize(user: carol, clientID: clientID, nonce: sha256(nonce))
-        let signIn = try await call(
-            .POST,
-            "/v1/auth/apple",
-            json: ["identity_token": authorization.identityToken, "authorization_code": authorization.authorizationCode, "nonce": nonce],
-            expect: 200
-        )
-        let session = try string(signIn["session"] as? [String: Any] ?? [:], "token")
-        let accountID = try string(signIn["account"] as? [String: Any] ?? [:], "id")
+        let signedIn = try await signIn(carol)
+        let session = signedIn.session
+        let accountID = try string(signedIn.account, "id")
         show("POST /v1/auth/apple -> 200, a session for Carol")
         show("Apple ends her grant (Settings > Apple ID > Sign in with Apple > Stop Using): \(emulator.revokeGrant(sub: carol.sub)) grant ended")
         _ = try await call(.GET, "/v1/session", bearer: session, expect: 200)
@@ -215,6 +209,53 @@ struct DemoScript {
                 .decode(column: "apple_credential", as: String.self)
         }
         show("her account is kept, with apple_credential \(credential ?? "?"); nothing was sent to /auth/revoke")
+
+        let history = try await database.withDatabase { db in
+            try await db.raw(
+                "SELECT type, reason FROM account_events WHERE account_id = \(bind: accountID) ORDER BY occurred_at DESC, id DESC"
+            ).all()
+        }
+        show("why she was signed out: her history (orchard accounts history, or GET /v1/account/events once she is back), newest first:")
+        for event in history {
+            let reason = try event.decode(column: "reason", as: String?.self).map { " (\($0))" } ?? ""
+            show("  \(try event.decode(column: "type", as: String.self))\(reason)")
+        }
+    }
+
+    /// A Work & School user: a Managed Apple Account whose token carries `org_id` and an empty, unverified email.
+    private func workAndSchool() async throws {
+        step(15, "Dana, a student, signs in with her school's Managed Apple Account: org_id, and no email")
+        let dana = emulator.makeUser(
+            email: "",
+            isPrivateEmail: false,
+            emailVerified: false,
+            firstName: "Dana",
+            lastName: "Ng",
+            orgID: "org_demo_school"
+        )
+        // Through the web client id: the app transfer below moves the app's own users only.
+        let signedIn = try await signIn(dana, clientID: webClientID)
+        let account = signedIn.account
+        show(
+            "POST /v1/auth/apple -> 200: org_id \(account["org_id"] ?? "-"), email \(account["email"] ?? "(none)"), email_verified \(flag(account["email_verified"]))"
+        )
+        let token = try string(try await call(.POST, "/v1/session/token", bearer: signedIn.session, expect: 200), "access_token")
+        let claims = token.split(separator: ".").dropFirst().first.flatMap { Base64URL.decode($0.utf8) }
+            .flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+        show("her access token for the app's other backends carries org_id \(claims?["org_id"] ?? "-")")
+    }
+
+    /// A sign-in from the app for `user`: the session token and ACCOUNT.
+    private func signIn(_ user: EmulatedUser, clientID: String? = nil) async throws -> (session: String, account: [String: Any]) {
+        let nonce = try string(try await call(.POST, "/v1/auth/apple/nonce", expect: 201), "nonce")
+        let authorization = try emulator.authorize(user: user, clientID: clientID ?? self.clientID, nonce: sha256(nonce))
+        let answer = try await call(
+            .POST,
+            "/v1/auth/apple",
+            json: ["identity_token": authorization.identityToken, "authorization_code": authorization.authorizationCode, "nonce": nonce],
+            expect: 200
+        )
+        return (try string(answer["session"] as? [String: Any] ?? [:], "token"), answer["account"] as? [String: Any] ?? [:])
     }
 
     /// Polls `condition` every 100 ms for at most `timeout` seconds.

@@ -7,6 +7,31 @@ import Testing
 
 @Suite("The /_emulator/ control API")
 struct ControlAPITests {
+    @Test("a Work & School user: org_id, an empty email and email_verified false in the identity token, kept for the next sign-in")
+    func managedAccount() async throws {
+        try await EmulatorHarness.with { h in
+            let first = try await h.postJSON(
+                "/_emulator/authorize",
+                [
+                    "client_id": EmulatorHarness.appID,
+                    "user": ["email": "", "email_verified": false, "org_id": "org_school_1"] as [String: any Sendable],
+                ]
+            )
+            #expect(first.status == 200)
+            let token = try EmulatorHarness.decode(try #require(first["identity_token"])).payload
+            #expect(token["org_id"] as? String == "org_school_1")
+            #expect(token["email"] as? String == "")
+            #expect(token["email_verified"] as? Bool == false)
+            let again = try await h.postJSON(
+                "/_emulator/authorize",
+                ["client_id": EmulatorHarness.appID, "user": ["sub": try #require(first["sub"])]]
+            )
+            #expect(try EmulatorHarness.decode(try #require(again["identity_token"])).payload["org_id"] as? String == "org_school_1")
+            let consumer = try await h.postJSON("/_emulator/authorize", ["client_id": EmulatorHarness.appID])
+            #expect(try EmulatorHarness.decode(try #require(consumer["identity_token"])).payload["org_id"] == nil)
+        }
+    }
+
     @Test("POST /_emulator/authorize mints a token and a code that exchange; a known sub signs the same user in again")
     func authorize() async throws {
         try await EmulatorHarness.with { h in

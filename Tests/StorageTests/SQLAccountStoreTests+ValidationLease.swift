@@ -22,7 +22,14 @@ extension SQLAccountStoreTests {
                     createdAt: now,
                     expiresAt: now.addingTimeInterval(600)
                 )
-                _ = try await store.recordSignIn(account: record, isNew: true, session: session, revocationIfGone: nil, completesTransfer: nil)
+                _ = try await store.recordSignIn(
+                    account: record,
+                    isNew: true,
+                    session: session,
+                    history: [],
+                    revocationIfGone: nil,
+                    completesTransfer: nil
+                )
             }
             try await signIn("acct_victim", due: -60)
             for index in 0..<16 { try await signIn("acct_\(index)", due: 5) }

@@ -37,6 +37,7 @@ import Testing
             account: AccountRecord.fixture(id: "acct_1", subjectHash: "s", at: now),
             isNew: true,
             session: SessionRecord(id: "sess_t1", tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+            history: [],
             revocationIfGone: nil,
             completesTransfer: nil
         )
@@ -82,9 +83,9 @@ import Testing
             #expect(live.map(\.tokenHash) == ["t4", "t3", "t2", "t1"])
             #expect(Set(live.map(\.id)).count == 4)
             for session in live { #expect(session.id.wholeMatch(of: /sess_[0-9a-f]{32}/) != nil, "\(session.id)") }
-            #expect(try await store.endSession(id: live[1].id, accountID: "acct_1", reason: .signedOut, at: now))
-            #expect(try await store.endSession(id: live[1].id, accountID: "acct_1", reason: .signedOut, at: now) == false)
-            #expect(try await store.endSession(id: live[2].id, accountID: "acct_2", reason: .signedOut, at: now) == false)
+            #expect(try await store.endSession(id: live[1].id, accountID: "acct_1", reason: .signedOut, cause: .user, at: now))
+            #expect(try await store.endSession(id: live[1].id, accountID: "acct_1", reason: .signedOut, cause: .user, at: now) == false)
+            #expect(try await store.endSession(id: live[2].id, accountID: "acct_2", reason: .signedOut, cause: .user, at: now) == false)
             #expect(try await store.liveSessions(accountID: "acct_1", now: now).count == 3)
         }
     }
@@ -111,6 +112,7 @@ import Testing
                 account: first,
                 isNew: true,
                 session: SessionRecord(id: "sess_t1", tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                history: [],
                 revocationIfGone: nil,
                 completesTransfer: nil
             )
@@ -126,6 +128,7 @@ import Testing
                         createdAt: now,
                         expiresAt: now.addingTimeInterval(60)
                     ),
+                    history: [],
                     revocationIfGone: nil,
                     completesTransfer: nil
                 )
@@ -158,6 +161,7 @@ import Testing
                 account: gone,
                 isNew: false,
                 session: SessionRecord(id: "sess_t9", tokenHash: "t9", accountID: "acct_gone", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+                history: [],
                 revocationIfGone: job,
                 completesTransfer: nil
             )
@@ -193,7 +197,7 @@ import Testing
             #expect(found.session.endReason == nil)
             #expect(try await store.session(tokenHash: "unknown", recent: false) == nil)
             // An ended session is seen ended by the very next read.
-            #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
+            #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: now))
             #expect(try await store.session(tokenHash: "t1", recent: false)?.session.endReason == .signedOut)
         }
     }
@@ -203,8 +207,8 @@ import Testing
         try await withStore(backend) { store, _ in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await signInFirstAccount(store, at: now)
-            #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, at: now))
-            #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, at: now) == false)
+            #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: now))
+            #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, cause: .user, at: now) == false)
             let found = try #require(try await store.session(tokenHash: "t1", recent: false))
             #expect(found.session.endReason == .signedOut)
             #expect(found.account?.id == "acct_1" && found.account?.sealedSubject == "v1.k.s")

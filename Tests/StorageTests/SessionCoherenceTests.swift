@@ -55,6 +55,7 @@ struct SessionCoherenceTests {
                     createdAt: now,
                     expiresAt: now.addingTimeInterval(3_600)
                 ),
+                history: [],
                 revocationIfGone: nil,
                 completesTransfer: nil
             )
@@ -83,7 +84,7 @@ struct SessionCoherenceTests {
             // Entries answer for a second: touch the ones the test looks at again, as a steady check would.
             #expect(await Self.warm(first, pair.first, "t1"))
             #expect(await Self.warm(second, pair.second, "t2"))
-            #expect(try await second.endSession(tokenHash: "t1", reason: .signedOut, at: Date()))
+            #expect(try await second.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: Date()))
             // The very next check on the other replica refuses, though it remembered the session a moment ago.
             #expect(try await first.session(tokenHash: "t1", recent: true)?.session.endReason == .signedOut)
             #expect(pair.first.coherence.memory?.lookup("t2") != nil, "a sign-out drops only its own session")
@@ -120,7 +121,7 @@ struct SessionCoherenceTests {
                 ).run()
             }
             let started = ContinuousClock.now
-            #expect(try await first.endSession(tokenHash: "t1", reason: .signedOut, at: Date()))
+            #expect(try await first.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: Date()))
             let took = ContinuousClock.now - started
             #expect(took > .milliseconds(1_000), "the change did not wait for the silent replica's lease: \(took)")
             #expect(took < .seconds(4), "the change waited past the lease: \(took)")

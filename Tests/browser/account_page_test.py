@@ -396,6 +396,19 @@ def flow_sessions_on_devices(c):
     c.shot("12-other-devices-signed-out", "after 'Sign out of all other devices': only this browser is left")
     c.open_account_page()
     c.expect(c.state() == "signed-in", "this browser's session did not survive")
+    # Activity: why each device was signed out, in words; a hostile label shown as text here too.
+    activity = c.d.execute_script(
+        "return Array.from(document.querySelectorAll('#activity li')).map(function (li) {"
+        " return {type: li.dataset.eventType, text: li.textContent}; });")
+    types = [row["type"] for row in activity]
+    c.expect(types == ["signed_out", "signed_out", "signed_in", "signed_in", "signed_in"], f"the activity listed is {activity}")
+    c.expect(all("Signed out on another device" in row["text"] for row in activity[:2]), f"the activity says {activity}")
+    c.expect(any(hostile in row["text"] for row in activity), f"the hostile label is not shown as text: {activity}")
+    c.expect(not c.d.execute_script("return document.querySelector('#activity img')"), "a device label became markup in Activity")
+    where = c.by_id("forwarding-where").text
+    c.expect("Sign in with Apple" in where and "Settings" in where, f"where to change email forwarding says {where!r}")
+    c.d.execute_script("document.getElementById('activity-heading').scrollIntoView()")
+    c.shot("13-activity", "Activity: this browser's and two apps' sign-ins, and both devices signed out from here")
     c.no_console_errors()
 
 

@@ -9,7 +9,8 @@ struct CommandLineTests {
         "every command has --help",
         arguments: [
             [], ["serve"], ["demo"], ["apple-emulator"], ["migrate"], ["token"], ["token", "inspect"], ["accounts"],
-            ["accounts", "list"], ["accounts", "show"], ["vault"], ["vault", "status"], ["vault", "rotate"], ["config"], ["config", "check"],
+            ["accounts", "list"], ["accounts", "show"], ["accounts", "history"], ["vault"], ["vault", "status"], ["vault", "rotate"], ["config"],
+            ["config", "check"],
             ["transfer"], ["transfer", "export"], ["transfer", "import"], ["transfer", "status"], ["keys"], ["keys", "list"], ["keys", "rotate"],
         ]
     )
@@ -198,6 +199,12 @@ struct CommandLineTests {
         #expect(result.standardOutput.contains("grant_type=refresh_token -> 400 invalid_grant"))
         #expect(result.standardOutput.contains("401 session_revoked (apple_credential_revoked)"))
         #expect(result.standardOutput.contains("apple_credential revoked; nothing was sent to /auth/revoke"))
+        // Carol's history says why: Apple's verdict, then the revocation that ended her sessions.
+        #expect(result.standardOutput.contains("credential_revoked (invalid_grant)"), "\(result.standardOutput)")
+        #expect(result.standardOutput.contains("apple_validation (invalid_grant)"))
+        // A Work & School user: org_id in ACCOUNT and in the access token, no email.
+        #expect(result.standardOutput.contains("org_id org_demo_school, email (none), email_verified false"))
+        #expect(result.standardOutput.contains("carries org_id org_demo_school"))
         // The app moves to another team: Grace is exported, imported into a second installation, and signs in there.
         #expect(result.standardOutput.contains("exported 1, revoked_before_transfer 1"), "\(result.standardOutput)")
         #expect(result.standardOutput.contains("imported 1, exchanged 1, pending 0, failed 0"))

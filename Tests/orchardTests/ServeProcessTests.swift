@@ -160,7 +160,7 @@ struct ServeProcessTests {
     }
 
     @Test(
-        "vault rotate k1 to k2 beside a running server; with k1 removed, sessions, device labels, accounts, sign-in and a queued revocation still work"
+        "vault rotate k1 to k2 beside a running server; with k1 removed, sessions, device labels (of sessions and history), accounts, sign-in and a queued revocation still work"
     )
     func vaultRotation() async throws {
         var prepared = try await Setup.start()
@@ -221,6 +221,9 @@ struct ServeProcessTests {
         // Device labels were re-sealed too.
         let listed = try await setup.client(third).request(.GET, "/v1/sessions", bearer: sessions[1])
         #expect((listed.json["sessions"] as? [[String: Any]])?.first?["device"] as? String == "Phone 1", "\(listed.json)")
+        // And those of the history's sign-ins.
+        let events = try await setup.client(third).request(.GET, "/v1/account/events", bearer: sessions[1])
+        #expect((events.json["events"] as? [[String: Any]])?.first?["device"] as? String == "Phone 1", "\(events.json)")
         // The lookup hashes were recomputed: a returning user is found, not made anew.
         let returning = try await setup.client(third).signIn(users[0], clientID: "com.example.orchard.app").response
         #expect(returning.json["is_new_account"] as? Bool == false)
@@ -273,6 +276,17 @@ struct ServeProcessTests {
 
         let listed = try await OrchardProcess.runInBackground(["accounts", "list"], environment: setup.environment)
         #expect(listed.standardOutput.contains(id))
+        // The account's history for an operator: the sign-in, as a table and as the API's EVENT objects.
+        let history = try await OrchardProcess.runInBackground(["accounts", "history", id, "--json"], environment: setup.environment)
+        #expect(history.status == 0, "\(history.standardError)")
+        let events = try JSONSerialization.jsonObject(with: Data(history.standardOutput.utf8)) as? [[String: Any]]
+        #expect(events?.map { $0["type"] as? String } == ["signed_in"], "\(history.standardOutput)")
+        #expect(events?.first?["session_id"] as? String != nil)
+        let table = try await OrchardProcess.runInBackground(["accounts", "history", id], environment: setup.environment)
+        #expect(table.standardOutput.contains("\tsigned_in\t"), "\(table.standardOutput)")
+        let nobody = try await OrchardProcess.runInBackground(["accounts", "history", "acct_nobody"], environment: setup.environment)
+        #expect(nobody.status == 3)
+        #expect(nobody.standardError.contains("not_found"))
         let deleted = try await OrchardProcess.runInBackground(["accounts", "delete", id], environment: setup.environment)
         #expect(deleted.status == 0, "\(deleted.standardError)")
         // Revoked within the 5 s wait, or (on a loaded machine) queued and revoked by the running server's worker.

@@ -5,7 +5,7 @@ schema can say what makes them good: a session token that Orchard issued, a web-
 (and the `__Host-orchard_web_state` cookie that goes with it), a notification that Apple signed, an identity token and code
 that Apple issued. So, for the positive test cases only (data the schema accepts), these hooks put real ones in:
 
-- operations with a session (`/v1/session`, `/v1/sessions`, `/v1/session/token`, `/v1/account`): a fresh user signs in for each test case and the case is
+- operations with a session (`/v1/session`, `/v1/sessions`, `/v1/session/token`, `/v1/account`, `/v1/account/events`): a fresh user signs in for each test case and the case is
   sent with `Authorization: Bearer TOKEN` (a case may sign out or delete the account, so none is reused);
 - `POST /v1/auth/apple/callback`: a live state (and cookie) from `GET /v1/auth/apple/authorize`; every other case
   that is a sign-in (no `error`) also gets an identity token and code the emulator issued for that state's nonce;
@@ -92,7 +92,7 @@ def _web_state():
 
 
 @schemathesis.auth(refresh_interval=None).apply_to(
-    path=["/v1/session", "/v1/account", "/v1/sessions", "/v1/sessions/{id}", "/v1/session/token"]
+    path=["/v1/session", "/v1/account", "/v1/sessions", "/v1/sessions/{id}", "/v1/session/token", "/v1/account/events"]
 )
 class FreshSession:
     """A session of a user who signed in just now."""

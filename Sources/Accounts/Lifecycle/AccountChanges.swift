@@ -72,6 +72,7 @@ public final class AccountChanges: Sendable {
                 accountID: accountID,
                 action: .setEmailForwarding(forwarding),
                 webhooks: webhooks.deliveries(.emailForwardingChanged, accountID: accountID, at: now, emailForwarding: forwarding),
+                history: [forwardingEvent(accountID: accountID, forwarding, at: now)],
                 completesNotification: completesNotification,
                 condition: condition,
                 at: now
@@ -96,6 +97,7 @@ public final class AccountChanges: Sendable {
                         at: now,
                         emailForwarding: change.forwarding
                     ),
+                    history: [forwardingEvent(accountID: change.accountID, change.forwarding, at: now)],
                     completesNotification: change.completesNotification,
                     condition: change.condition,
                     at: now
@@ -120,6 +122,7 @@ public final class AccountChanges: Sendable {
                 accountID: accountID,
                 action: .revokeCredential,
                 webhooks: webhooks.deliveries(.credentialRevoked, accountID: accountID, at: now, reason: reason),
+                history: revocationEvents(accountID: accountID, reason: reason, at: now),
                 completesNotification: completesNotification,
                 condition: condition,
                 at: now
@@ -128,6 +131,18 @@ public final class AccountChanges: Sendable {
     }
 
     /// Applies a change that calls nobody, and wakes the webhook worker when it wrote webhooks.
+    private func forwardingEvent(accountID: String, _ forwarding: EmailForwarding, at now: Date) -> HistoryEvent {
+        HistoryEvent(id: random.id("evt_"), accountID: accountID, kind: .emailForwardingChanged, occurredAt: now, reason: forwarding.rawValue)
+    }
+
+    /// `credential_revoked`; for Apple's `invalid_grant` at a validation, the verdict first (a millisecond earlier, so
+    /// that the history reads in the order things happened).
+    private func revocationEvents(accountID: String, reason: String, at now: Date) -> [HistoryEvent] {
+        let revoked = HistoryEvent(id: random.id("evt_"), accountID: accountID, kind: .credentialRevoked, occurredAt: now, reason: reason)
+        guard reason == "invalid_grant" else { return [revoked] }
+        return [.validation(accountID: accountID, reason: reason, at: now.addingTimeInterval(-0.001)), revoked]
+    }
+
     private func apply(_ change: AccountChange) async throws -> AccountChangeOutcome {
         let outcome = try await store.apply(change)
         if case .applied = outcome { wakeups.notify(.webhooks) }

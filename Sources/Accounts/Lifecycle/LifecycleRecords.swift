@@ -164,6 +164,8 @@ public struct AccountChange: Sendable {
     public var action: Action
     /// Webhooks the change sends.
     public var webhooks: [WebhookDelivery]
+    /// The account's history events the change records (none for a deletion, which removes the history).
+    public var history: [HistoryEvent]
     /// The notification this change processes, marked processed in the same transaction.
     public var completesNotification: String?
     /// What the account must still be when the change commits; `nil`: any state.
@@ -176,6 +178,7 @@ public struct AccountChange: Sendable {
         accountID: String,
         action: Action,
         webhooks: [WebhookDelivery],
+        history: [HistoryEvent] = [],
         completesNotification: String?,
         condition: ChangeCondition? = nil,
         at: Date
@@ -183,6 +186,7 @@ public struct AccountChange: Sendable {
         self.accountID = accountID
         self.action = action
         self.webhooks = webhooks
+        self.history = history
         self.completesNotification = completesNotification
         self.condition = condition
         self.at = at

@@ -22,6 +22,10 @@ public enum RetentionTarget: String, Sendable, CaseIterable {
     case endedSessions = "ended_sessions"
     /// Sessions, 7 days after they expired.
     case expiredSessions = "expired_sessions"
+    /// Not a removal: each session that expired since the last run gets its `signed_out` (`expired`) history event.
+    case sessionExpiries = "session_expiries"
+    /// History events older than `ORCHARD_HISTORY_RETENTION`.
+    case history
 }
 
 /// The storage the retention job needs: which targets have rows past their cutoff, and removing a bounded number.

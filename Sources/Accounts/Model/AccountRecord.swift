@@ -38,6 +38,10 @@ public struct AccountRecord: Sendable, Equatable {
     /// The latest grant: the last successful code exchange (a daily validation is no grant). `nil` for an account
     /// that has had none in this installation, or that predates the column: its creation stands in then.
     public var grantedAt: Date?
+    /// The identity token's `org_id`: the organization of a Managed Apple Account (Apple School or Business Manager).
+    public var orgID: String?
+    /// The identity token's `email_verified` (absent counts as true); an unverified email is never used to match.
+    public var emailVerified: Bool
 
     /// The latest grant, or the creation when none is recorded: what a late notification is compared with.
     public var latestGrant: Date { grantedAt ?? createdAt }
@@ -60,7 +64,9 @@ public struct AccountRecord: Sendable, Equatable {
         nextValidationAt: Date?,
         createdAt: Date,
         updatedAt: Date,
-        grantedAt: Date? = nil
+        grantedAt: Date? = nil,
+        orgID: String? = nil,
+        emailVerified: Bool = true
     ) {
         self.id = id
         self.subjectHash = subjectHash
@@ -79,5 +85,7 @@ public struct AccountRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.updatedAt = updatedAt
         self.grantedAt = grantedAt
+        self.orgID = orgID
+        self.emailVerified = emailVerified
     }
 }

@@ -53,7 +53,9 @@ struct AccountSealing: Sendable {
                 name: name ?? nil,
                 createdAt: record.createdAt,
                 appleCredential: record.appleCredential,
-                lastValidatedAt: record.lastValidatedAt
+                lastValidatedAt: record.lastValidatedAt,
+                orgID: record.orgID,
+                emailVerified: record.emailVerified
             )
         } catch {
             throw AccountsError(.storageUnavailable, "a stored value of account \(record.id) cannot be opened with the configured vault keys")

@@ -39,6 +39,10 @@ public struct AccountView: Sendable, Equatable {
     public var appleCredential: AppleCredentialState
     /// The last successful validation at Apple.
     public var lastValidatedAt: Date?
+    /// The organization of a Managed Apple Account (`org_id`).
+    public var orgID: String?
+    /// Whether Apple verified the email (`email_verified`).
+    public var emailVerified: Bool
 
     /// Creates a view.
     public init(
@@ -50,7 +54,9 @@ public struct AccountView: Sendable, Equatable {
         name: Name?,
         createdAt: Date,
         appleCredential: AppleCredentialState,
-        lastValidatedAt: Date?
+        lastValidatedAt: Date?,
+        orgID: String? = nil,
+        emailVerified: Bool = true
     ) {
         self.id = id
         self.appleSub = appleSub
@@ -61,5 +67,7 @@ public struct AccountView: Sendable, Equatable {
         self.createdAt = createdAt
         self.appleCredential = appleCredential
         self.lastValidatedAt = lastValidatedAt
+        self.orgID = orgID
+        self.emailVerified = emailVerified
     }
 }

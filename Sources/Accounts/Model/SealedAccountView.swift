@@ -26,6 +26,10 @@ public struct SealedAccountView: Sendable, Equatable {
     public var createdAt: Date
     /// The Apple client id the account last signed in with (an access token's `client_id`).
     public var clientID: String
+    /// The organization of a Managed Apple Account.
+    public var orgID: String?
+    /// Whether Apple verified the email.
+    public var emailVerified: Bool
 
     /// Creates a sealed view.
     public init(
@@ -38,7 +42,9 @@ public struct SealedAccountView: Sendable, Equatable {
         appleCredential: AppleCredentialState,
         lastValidatedAt: Date?,
         createdAt: Date,
-        clientID: String
+        clientID: String,
+        orgID: String? = nil,
+        emailVerified: Bool = true
     ) {
         self.id = id
         self.sealedSubject = sealedSubject
@@ -50,6 +56,8 @@ public struct SealedAccountView: Sendable, Equatable {
         self.lastValidatedAt = lastValidatedAt
         self.createdAt = createdAt
         self.clientID = clientID
+        self.orgID = orgID
+        self.emailVerified = emailVerified
     }
 }
 
@@ -66,7 +74,9 @@ extension AccountRecord {
             appleCredential: appleCredential,
             lastValidatedAt: lastValidatedAt,
             createdAt: createdAt,
-            clientID: clientID
+            clientID: clientID,
+            orgID: orgID,
+            emailVerified: emailVerified
         )
     }
 }

@@ -72,7 +72,7 @@ extension Accounts {
             }
         }
         // Claims precedence: the email comes only from a signed token, the identity token's else the exchange's.
-        let emailSource = claims.email != nil ? claims : exchanged
+        let emailSource = claims.email.map { !$0.value.isEmpty } == true ? claims : exchanged
 
         do {
             return try await storeSignIn(
@@ -138,10 +138,14 @@ extension Accounts {
         }
         // Only a signed token vouches for an email: `user.email` from the app is never stored, or anyone could claim
         // someone else's address and take over an account a backend links by email.
-        if let emailSource, let email = emailSource.email {
+        // An empty `email` (Apple sends one for some students' Managed Apple Accounts) is no email.
+        if let emailSource, let email = emailSource.email, !email.value.isEmpty {
             record.sealedEmail = try seal(email.value, .email)
             record.isPrivateEmail = emailSource.isPrivateEmail ?? false
         }
+        // Absent counts as verified (consumer accounts); a Managed Apple Account's may be false.
+        record.emailVerified = (emailSource ?? claims).emailVerified ?? true
+        record.orgID = claims.orgID.flatMap { $0.isEmpty ? nil : $0 }
         record.clientID = claims.aud
         if completesTransfer {
             // Re-keyed from the transfer identifier to this team's subject.
@@ -188,13 +192,27 @@ extension Accounts {
                 createdAt: now
             )
         }
+        let eventID = random.id("evt_")
+        let signedIn = HistoryEvent(
+            id: eventID,
+            accountID: id,
+            kind: .signedIn,
+            occurredAt: now,
+            sessionID: sessionID,
+            sealedDevice: try request.device.map { try vault.seal($0, context: SealingContext.historyEvent(eventID)) }
+        )
         let recorded = try await store.recordSignIn(
             account: record,
             isNew: isNew,
             session: session,
+            history: [signedIn],
             revocationIfGone: revocation,
             completesTransfer: completesTransfer
-                ? TransferCompletion(webhooks: webhooks.deliveries(.transferred, accountID: id, at: now), at: now) : nil
+                ? TransferCompletion(
+                    webhooks: webhooks.deliveries(.transferred, accountID: id, at: now),
+                    history: [.transferred(accountID: id, at: now)],
+                    at: now
+                ) : nil
         )
         guard recorded else {
             wakeups.notify(.revocations)

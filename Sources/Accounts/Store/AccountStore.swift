@@ -21,7 +21,7 @@ public protocol AccountLookup: Sendable {
     func accounts(subjectHashes: [String]) async throws -> [AccountRecord]
 }
 
-public protocol AccountStore: AccountLookup {
+public protocol AccountStore: AccountLookup, HistoryStore {
     /// Stores an issued nonce by its hash.
     func insertNonce(hash: String, expiresAt: Date) async throws
     /// Marks the first of `hashes` that was issued as used, if it is unexpired and unused at `now`. One read decides
@@ -33,7 +33,7 @@ public protocol AccountStore: AccountLookup {
     func account(id: String) async throws -> AccountRecord?
     /// Accounts ordered by id, after `afterID` when given.
     func accounts(limit: Int, afterID: String?) async throws -> [AccountRecord]
-    /// Creates (`isNew`) or updates the account and adds the session, in one transaction.
+    /// Creates (`isNew`) or updates the account and adds the session and its `history` events, in one transaction.
     ///
     /// Returns `false` when the account to update no longer exists (deleted meanwhile): then nothing of the sign-in is
     /// written, and `revocationIfGone` (the grant Apple gave this sign-in) is added to the revocation outbox instead,
@@ -45,6 +45,7 @@ public protocol AccountStore: AccountLookup {
         account: AccountRecord,
         isNew: Bool,
         session: SessionRecord,
+        history: [HistoryEvent],
         revocationIfGone: RevocationJob?,
         completesTransfer: TransferCompletion?
     ) async throws -> Bool
@@ -52,16 +53,18 @@ public protocol AccountStore: AccountLookup {
     /// `recent`, a replica may answer from its memory of the last second (never for a session that has ended; only the
     /// session check and the access token do: every request that writes reads the database).
     func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount?
-    /// Ends a live session; `false` when there was no live session with that hash.
-    func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool
+    /// Ends a live session and records its `signed_out` event with `cause`; `false` when there was no live session with
+    /// that hash.
+    func endSession(tokenHash: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool
     /// Records a session check at `minute` on the session, unless it already shows that minute or a later one: the only
     /// write a session check makes, at most once a minute per session.
     func recordSeen(tokenHash: String, accountID: String, at minute: Date) async throws
     /// The account's sessions that are live at `now` (not ended, not expired), newest first.
     func liveSessions(accountID: String, now: Date) async throws -> [SessionRecord]
     /// Ends the account's live session with this public id; `false` when the account has no live session with it.
-    func endSession(id: String, accountID: String, reason: SessionEndReason, at: Date) async throws -> Bool
-    /// Ends every live session of the account except the one with `keepingTokenHash`; returns how many ended.
+    func endSession(id: String, accountID: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool
+    /// Ends every live session of the account except the one with `keepingTokenHash`, each with its `signed_out`
+    /// (`other_device`) event; returns how many ended.
     func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int
     /// Runs a trivial query; throws what kept the database from answering it.
     func checkReachable() async throws

@@ -74,12 +74,15 @@ public struct TransferRecord: Sendable, Equatable {
 public struct TransferCompletion: Sendable {
     /// The `account.transferred` deliveries.
     public var webhooks: [WebhookDelivery]
+    /// The account's `transferred` history event.
+    public var history: [HistoryEvent]
     /// When.
     public var at: Date
 
     /// Creates a completion.
-    public init(webhooks: [WebhookDelivery], at: Date) {
+    public init(webhooks: [WebhookDelivery], history: [HistoryEvent] = [], at: Date) {
         self.webhooks = webhooks
+        self.history = history
         self.at = at
     }
 }

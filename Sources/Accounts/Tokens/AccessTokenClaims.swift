@@ -20,10 +20,13 @@ struct AccessTokenClaims: JWTPayload, Equatable {
     let exp: Int64
     /// A random id of its own.
     let jti: String
+    /// The organization of a Managed Apple Account; absent for a consumer Apple ID.
+    let orgID: String?
 
     enum CodingKeys: String, CodingKey {
         case iss, sub, sid, aud, iat, nbf, exp, jti
         case clientID = "client_id"
+        case orgID = "org_id"
     }
 
     /// Nothing to check: Orchard only signs these.

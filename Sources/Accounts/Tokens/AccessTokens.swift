@@ -48,7 +48,8 @@ public struct AccessTokens: Sendable {
             iat: issuedAt,
             nbf: issuedAt,
             exp: issuedAt + ttl,
-            jti: random.id("at_")
+            jti: random.id("at_"),
+            orgID: account.orgID
         )
         var header = JWTHeader()
         header.alg = "ES256"

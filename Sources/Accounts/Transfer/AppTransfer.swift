@@ -223,7 +223,11 @@ public struct AppTransfer: Sendable {
 
     /// The completion of a pending import: `account.transferred` to every webhook URL.
     func completion(accountID: String, at now: Date) -> TransferCompletion {
-        TransferCompletion(webhooks: webhooks.deliveries(.transferred, accountID: accountID, at: now), at: now)
+        TransferCompletion(
+            webhooks: webhooks.deliveries(.transferred, accountID: accountID, at: now),
+            history: [.transferred(accountID: accountID, at: now)],
+            at: now
+        )
     }
 
     /// The state Apple's refusal of a transfer call leaves an account in: `invalid_request` means the user had stopped

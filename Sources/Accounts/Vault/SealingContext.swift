@@ -29,6 +29,11 @@ public enum SealingContext {
         "session:\(sessionID):device"
     }
 
+    /// The device label of the history event `eventID`.
+    public static func historyEvent(_ eventID: String) -> String {
+        "history:\(eventID):device"
+    }
+
     /// The token of the revocation outbox row `id`.
     public static func revocation(_ id: String) -> String {
         "revocation:\(id):token"

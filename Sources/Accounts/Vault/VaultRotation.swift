@@ -124,6 +124,7 @@ public struct VaultRotation: Sendable {
         case .transferExports: SealingContext.account(key, .transferSub)
         case .sessions: SealingContext.session(key)
         case .signingKeys: SealingContext.signingKey(key)
+        case .accountEvents: SealingContext.historyEvent(key)
         }
     }
 }

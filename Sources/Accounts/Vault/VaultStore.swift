@@ -14,11 +14,13 @@ public enum VaultTable: String, Sendable, CaseIterable {
     case sessions
     /// Access-token signing keys' private keys.
     case signingKeys = "signing_keys"
+    /// History events' device labels.
+    case accountEvents = "account_events"
 
     /// The column that identifies a row.
     public var keyColumn: String {
         switch self {
-        case .accounts, .revocations, .sessions, .signingKeys: "id"
+        case .accounts, .revocations, .sessions, .signingKeys, .accountEvents: "id"
         case .notificationInbox: "jti"
         case .webFlowStates: "state_hash"
         case .transferExports: "account_id"
@@ -34,7 +36,7 @@ public enum VaultTable: String, Sendable, CaseIterable {
         case .notificationInbox: ["sealed_event"]
         case .webFlowStates: ["sealed_nonce"]
         case .transferExports: ["sealed_transfer_sub"]
-        case .sessions: ["sealed_device"]
+        case .sessions, .accountEvents: ["sealed_device"]
         case .signingKeys: ["sealed_private_key"]
         }
     }

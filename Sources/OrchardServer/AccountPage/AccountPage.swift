@@ -21,6 +21,8 @@ public struct AccountPage: Sendable {
     public var account: AccountView?
     /// The account's live sessions, newest first (the asking one marked current).
     public var sessions: [DeviceSession]
+    /// The account's latest history events, newest first ("Activity").
+    public var activity: [HistoryEntry]
     /// The message to show, if any.
     public var notice: Notice?
     /// Whether `APPLE_REDIRECT_URI` is set (otherwise there is no "Sign in with Apple" button).
@@ -29,9 +31,17 @@ public struct AccountPage: Sendable {
     public var cspNonce: String
 
     /// Creates a page.
-    public init(account: AccountView?, sessions: [DeviceSession] = [], notice: Notice?, webFlowEnabled: Bool, cspNonce: String) {
+    public init(
+        account: AccountView?,
+        sessions: [DeviceSession] = [],
+        activity: [HistoryEntry] = [],
+        notice: Notice?,
+        webFlowEnabled: Bool,
+        cspNonce: String
+    ) {
         self.account = account
         self.sessions = sessions
+        self.activity = activity
         self.notice = notice
         self.webFlowEnabled = webFlowEnabled
         self.cspNonce = cspNonce
@@ -91,10 +101,14 @@ public struct AccountPage: Sendable {
             <dl>
             <dt>Name</dt><dd id="account-name">\(name.isEmpty ? #"<span class="hint">Not shared with this app</span>"# : Self.escape(name))</dd>
             <dt>Email</dt><dd id="account-email">\(email ?? #"<span class="hint">Not shared with this app</span>"#)</dd>
-            <dt>Email forwarding</dt><dd id="email-forwarding" data-forwarding="\(account.emailForwarding.rawValue)">\(forwarding)</dd>
+            <dt>Email forwarding</dt><dd id="email-forwarding" data-forwarding="\(account.emailForwarding.rawValue)">\(forwarding) \
+            <span class="hint" id="forwarding-where">To change it, or the address Apple forwards to, open Settings on \
+            your iPhone or iPad, tap your name, then Sign in with Apple (on the web: account.apple.com, Sign-In and \
+            Security, Sign in with Apple).</span></dd>
             <dt>Member since</dt><dd><time datetime="\(since)">\(since)</time></dd>
             </dl>
             \(sessionsMarkup())
+            \(activityMarkup())
             <div class="actions">
             <button type="button" id="sign-out">Sign out</button>
             <button type="button" id="delete-account" class="danger" aria-haspopup="dialog">Delete account</button>
@@ -137,6 +151,38 @@ public struct AccountPage: Sendable {
             </ul>
             <div class="actions"><button type="button" id="sign-out-others"\(others ? "" : " hidden")>Sign out of all other devices</button></div>
             """
+    }
+
+    /// The latest events of the account's history, in words a user understands.
+    private func activityMarkup() -> String {
+        let rows = activity.map { event in
+            var line = Self.escape(Self.words(for: event))
+            if let device = event.device { line += #" <span class="device">\#(Self.escape(device))</span>"# }
+            return #"<li data-event-type="\#(event.kind.rawValue)"><span class="hint">\#(Self.minute(event.occurredAt))</span> \#(line)</li>"#
+        }
+        return """
+            <h2 id="activity-heading">Activity</h2>
+            <ul id="activity" aria-labelledby="activity-heading">
+            \(rows.isEmpty ? #"<li class="hint">Nothing yet.</li>"# : rows.joined(separator: "\n"))
+            </ul>
+            """
+    }
+
+    /// What an event says to the user.
+    static func words(for event: HistoryEntry) -> String {
+        switch (event.kind, event.reason) {
+        case (.signedIn, _): event.device == nil ? "Signed in" : "Signed in on"
+        case (.signedOut, "other_device"): "Signed out on another device"
+        case (.signedOut, "expired"): "Your session expired: signed out"
+        case (.signedOut, _): "Signed out"
+        case (.appleValidation, "invalid_grant"): "Apple no longer accepts your sign-in with this app"
+        case (.appleValidation, _): "Apple confirmed your sign-in is still valid"
+        case (.credentialRevoked, "consent_revoked"): "Apple reported that you stopped using Sign in with Apple with this app: signed out everywhere"
+        case (.credentialRevoked, _): "Apple ended your sign-in with this app: signed out everywhere"
+        case (.emailForwardingChanged, "disabled"): "Email forwarding turned off at Apple"
+        case (.emailForwardingChanged, _): "Email forwarding turned on at Apple"
+        case (.transferred, _): "This app moved to a new developer; your account came with it"
+        }
     }
 
     /// An instant to the minute, in UTC: "2026-11-27 09:41 UTC".

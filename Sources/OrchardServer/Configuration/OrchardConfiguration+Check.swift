@@ -61,6 +61,7 @@ extension OrchardConfiguration {
             ("ORCHARD_SESSION_TTL", seconds(lifecycle.sessionTTL)),
             ("ORCHARD_NONCE_LIFETIME", seconds(lifecycle.nonceLifetime)),
             ("ORCHARD_CLOCK_LEEWAY", seconds(lifecycle.clockLeeway)),
+            ("ORCHARD_HISTORY_RETENTION", "\(Int(lifecycle.retention.history.seconds / 86_400)) days"),
             ("ORCHARD_SHUTDOWN_GRACE", seconds(listener.shutdownGrace)),
             ("ORCHARD_RATE_LIMIT_PER_MINUTE", listener.rateLimitPerMinute == 0 ? "0 (off)" : String(listener.rateLimitPerMinute)),
             ("ORCHARD_TRUSTED_PROXIES", list(listener.trustedProxies.map(\.description))),

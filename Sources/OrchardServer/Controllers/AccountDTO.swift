@@ -13,6 +13,8 @@ struct AccountDTO: Encodable {
     var createdAt: String
     var appleCredential: String
     var lastValidatedAt: String?
+    var orgID: String?
+    var emailVerified: Bool
 
     init(_ view: AccountView) {
         id = view.id
@@ -24,6 +26,8 @@ struct AccountDTO: Encodable {
         createdAt = RFC3339.string(view.createdAt)
         appleCredential = view.appleCredential.rawValue
         lastValidatedAt = view.lastValidatedAt.map(RFC3339.string)
+        orgID = view.orgID
+        emailVerified = view.emailVerified
     }
 
     enum CodingKeys: String, CodingKey {
@@ -36,6 +40,8 @@ struct AccountDTO: Encodable {
         case createdAt = "created_at"
         case appleCredential = "apple_credential"
         case lastValidatedAt = "last_validated_at"
+        case orgID = "org_id"
+        case emailVerified = "email_verified"
     }
 
     /// Writes the fields as one object (``encode(into:)``).
@@ -51,12 +57,14 @@ struct AccountDTO: Encodable {
         try container.encode(id, forKey: .id)
         try container.encode(appleSub, forKey: .appleSub)
         try container.encodeIfPresent(email, forKey: .email)
+        try container.encode(emailVerified, forKey: .emailVerified)
         try container.encode(isPrivateEmail, forKey: .isPrivateEmail)
         try container.encode(emailForwarding, forKey: .emailForwarding)
         try container.encodeIfPresent(name, forKey: .name)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(appleCredential, forKey: .appleCredential)
         try container.encodeIfPresent(lastValidatedAt, forKey: .lastValidatedAt)
+        try container.encodeIfPresent(orgID, forKey: .orgID)
     }
 }
 

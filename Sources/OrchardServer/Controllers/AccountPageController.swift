@@ -37,11 +37,13 @@ public struct AccountPageController<Context: RequestContext>: Sendable {
         var headers = securityHeaders(nonce: nonce)
         var account: AccountView?
         var sessions: [DeviceSession] = []
+        var activity: [HistoryEntry] = []
         var notice = request.uri.queryParameters["error"].map { Self.notice(forError: String($0)) }
         if let credential = request.sessionToken {
             do {
                 account = try await accounts.session(token: credential.token).account
                 sessions = try await accounts.deviceSessions(token: credential.token)
+                activity = try await accounts.history(token: credential.token, before: nil, limit: 20).events
                 notice = nil
             } catch {
                 switch error.code {
@@ -55,7 +57,14 @@ public struct AccountPageController<Context: RequestContext>: Sendable {
                 }
             }
         }
-        let page = AccountPage(account: account, sessions: sessions, notice: notice, webFlowEnabled: webFlowEnabled, cspNonce: nonce)
+        let page = AccountPage(
+            account: account,
+            sessions: sessions,
+            activity: activity,
+            notice: notice,
+            webFlowEnabled: webFlowEnabled,
+            cspNonce: nonce
+        )
         return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: page.html())))
     }
 

@@ -250,5 +250,26 @@ extension Migration {
                 """
             ]
         ),
+        Migration(
+            version: 11,
+            summary: "each account's history; Work & School accounts' organization and whether Apple verified the email",
+            statements: [
+                "ALTER TABLE accounts ADD COLUMN org_id TEXT",
+                "ALTER TABLE accounts ADD COLUMN email_verified INTEGER NOT NULL DEFAULT 1",
+                """
+                CREATE TABLE account_events (
+                    id TEXT PRIMARY KEY,
+                    account_id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    reason TEXT,
+                    session_id TEXT,
+                    sealed_device TEXT,
+                    occurred_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX account_events_account ON account_events (account_id, occurred_at, id)",
+                "CREATE INDEX account_events_occurred_at ON account_events (occurred_at)",
+            ]
+        ),
     ]
 }

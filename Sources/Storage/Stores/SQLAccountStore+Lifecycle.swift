@@ -56,6 +56,9 @@ extension SQLAccountStore: AccountChangeStore {
                     WHERE account_id = \(bind: change.accountID) AND sealed_device IS NOT NULL
                     """
                 ).run()
+                // The history goes with the account. After the sessions' rows: on PostgreSQL a sign-out that ended one
+                // of them first has committed its event by now, and this statement's snapshot sees it.
+                try await db.raw("DELETE FROM account_events WHERE account_id = \(bind: change.accountID)").run()
                 try await db.raw(
                     """
                     INSERT INTO audit_events (id, subject_digest, event, reason, occurred_at)
@@ -102,6 +105,7 @@ extension SQLAccountStore: AccountChangeStore {
             for delivery in change.webhooks {
                 try await Self.insertWebhook(delivery, on: db)
             }
+            try await Self.insertEvents(change.history, on: db)
             if let jti = change.completesNotification {
                 try await Self.completeNotification(jti: jti, outcome: "processed", at: at, in: db)
             }
@@ -121,10 +125,10 @@ extension SQLAccountStore: AccountChangeStore {
         return outcome
     }
 
-    /// Applies email-forwarding changes of different accounts in one transaction of at most five statements: the
+    /// Applies email-forwarding changes of different accounts in one transaction of at most six statements: the
     /// notifications still unprocessed are marked processed (so a notification another replica finished meanwhile
     /// changes nothing), their accounts are updated in one `UPDATE … FROM` where each still meets its grant condition,
-    /// the marks of those that did not are corrected, and their webhooks are inserted in one statement.
+    /// the marks of those that did not are corrected, and their webhooks and history events are inserted in one statement each.
     public func applyForwardingChanges(_ changes: [AccountChange]) async throws -> [AccountChangeOutcome] {
         guard let at = changes.first?.at.milliseconds else { return [] }
         let rows: [(jti: String, accountID: String, forwarding: String, grantedNoLaterThan: Int64)] = changes.compactMap { change in
@@ -180,9 +184,10 @@ extension SQLAccountStore: AccountChangeStore {
                     ).run()
                 }
             }
-            let webhooks = changes.filter { applied.contains($0.accountID) && marked.contains($0.completesNotification ?? "") }
-                .flatMap(\.webhooks)
+            let done = changes.filter { applied.contains($0.accountID) && marked.contains($0.completesNotification ?? "") }
+            let webhooks = done.flatMap(\.webhooks)
             if !webhooks.isEmpty { try await Self.insertWebhooks(webhooks, on: db) }
+            try await Self.insertEvents(done.flatMap(\.history), on: db)
             return (marked, applied, existing)
         }
         for row in rows where applied.contains(row.accountID) { database.changed(account: row.accountID) }

@@ -12,6 +12,54 @@ extension SQLAccountStore: RetentionStore {
         case .deliveredWebhooks: ("webhook_outbox", "id", "status = 'delivered' AND delivered_at <=")
         case .endedSessions: ("sessions", "token_hash", "ended_at <=")
         case .expiredSessions: ("sessions", "token_hash", "expires_at <=")
+        case .history: ("account_events", "id", "occurred_at <=")
+        case .sessionExpiries: ("sessions", "token_hash", "ended_at IS NULL AND expires_at <=")
+        }
+    }
+
+    /// The `orchard_settings` row that says up to when expired sessions have their `signed_out` event.
+    private static let expiriesRecordedUntil = "history_expiries_until"
+
+    /// Up to when expired sessions have their event, as SQL: from the oldest session row kept when never recorded.
+    private static func expiriesRecordedUntil(at cutoff: Date) -> SQLQueryString {
+        """
+        COALESCE((SELECT CAST(value AS BIGINT) FROM orchard_settings WHERE name = \(bind: expiriesRecordedUntil)),
+            \(bind: cutoff.milliseconds - 7 * 86_400_000))
+        """
+    }
+
+    /// Adds the `signed_out` (`expired`) event of up to `limit` sessions that expired after the recorded instant and at
+    /// or before `cutoff` without being ended, oldest first, and moves the recorded instant on, in one transaction.
+    /// The event's id is the session's (as for every `signed_out`), so that two replicas doing this at once add one.
+    private func recordExpiries(before cutoff: Date, limit: Int) async throws -> Int {
+        try await database.transaction { db in
+            let expired = try await db.raw(
+                """
+                SELECT id, expires_at FROM sessions
+                WHERE expires_at > \(Self.expiriesRecordedUntil(at: cutoff)) AND expires_at <= \(bind: cutoff.milliseconds) AND ended_at IS NULL
+                ORDER BY expires_at LIMIT \(bind: limit)
+                """
+            ).all()
+            let ids = try expired.map { try $0.string("id") }
+            if !ids.isEmpty {
+                try await db.raw(
+                    """
+                    INSERT INTO account_events (\(unsafeRaw: Self.eventColumns))
+                    SELECT 'evt_' || substr(id, 6) || 'x', account_id, 'signed_out', 'expired', id, NULL, expires_at
+                    FROM sessions WHERE id IN (\(binds: ids))
+                    ON CONFLICT (id) DO NOTHING
+                    """
+                ).run()
+            }
+            // A full batch stops at its last expiry; otherwise everything up to the cutoff is done.
+            let until = expired.count == limit ? try expired.last?.date("expires_at")?.milliseconds ?? cutoff.milliseconds : cutoff.milliseconds
+            try await db.raw(
+                """
+                INSERT INTO orchard_settings (name, value) VALUES (\(bind: Self.expiriesRecordedUntil), \(bind: String(until)))
+                ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value
+                """
+            ).run()
+            return expired.count
         }
     }
 
@@ -20,6 +68,18 @@ extension SQLAccountStore: RetentionStore {
         var due: [RetentionTarget] = []
         for target in RetentionTarget.allCases {
             guard let cutoff = cutoffs[target] else { continue }
+            if target == .sessionExpiries {
+                let pending = try await database.read(
+                    """
+                    SELECT token_hash AS key FROM sessions
+                    WHERE expires_at > \(Self.expiriesRecordedUntil(at: cutoff)) AND expires_at <= \(bind: cutoff.milliseconds)
+                        AND ended_at IS NULL
+                    LIMIT 1
+                    """
+                )
+                if !pending.isEmpty { due.append(target) }
+                continue
+            }
             let table = Self.table(target)
             let rows = try await database.read(
                 """
@@ -34,6 +94,7 @@ extension SQLAccountStore: RetentionStore {
 
     /// Removes up to `limit` rows of the target older than `cutoff`, in one statement.
     public func purge(_ target: RetentionTarget, before cutoff: Date, limit: Int) async throws -> Int {
+        if target == .sessionExpiries { return try await recordExpiries(before: cutoff, limit: limit) }
         let table = Self.table(target)
         return try await database.transaction { db in
             try await db.raw(

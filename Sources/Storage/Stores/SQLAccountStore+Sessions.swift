@@ -31,7 +31,7 @@ extension SQLAccountStore {
     }
 
     /// Ends the account's live session `id`: found first, so that replicas are told exactly which session ends.
-    public func endSession(id: String, accountID: String, reason: SessionEndReason, at: Date) async throws -> Bool {
+    public func endSession(id: String, accountID: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool {
         let found = try await database.read(
             """
             SELECT token_hash FROM sessions
@@ -40,20 +40,22 @@ extension SQLAccountStore {
             """
         )
         guard let tokenHash = try found.first?.string("token_hash") else { return false }
-        return try await endSession(tokenHash: tokenHash, reason: reason, at: at)
+        return try await endSession(tokenHash: tokenHash, reason: reason, cause: cause, at: at)
     }
 
     /// Ends every live session of the account but one, in one statement.
     public func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int {
         try await database.endingSessions(.accounts([accountID])) { db in
-            try await db.raw(
+            let ended = try await db.raw(
                 """
                 UPDATE sessions SET ended_at = \(bind: at.milliseconds), end_reason = \(bind: reason.rawValue)
                 WHERE account_id = \(bind: accountID) AND token_hash <> \(bind: keepingTokenHash) AND ended_at IS NULL
                     AND expires_at > \(bind: at.milliseconds)
-                RETURNING token_hash
+                RETURNING id
                 """
-            ).all().count
+            ).all().map { try $0.string("id") }
+            try await Self.insertSignOuts(sessionIDs: ended, cause: .otherDevice, at: at, on: db)
+            return ended.count
         }
     }
 }

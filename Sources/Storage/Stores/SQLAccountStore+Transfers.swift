@@ -52,7 +52,7 @@ extension SQLAccountStore: TransferStore {
                     \(bind: account.sealedEmail), \(bind: account.isPrivateEmail ? 1 : 0),
                     \(bind: account.emailForwarding.rawValue), \(bind: account.sealedName), \(bind: account.clientID),
                     NULL, NULL, NULL, \(bind: account.appleCredential.rawValue), NULL, NULL,
-                    \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds), NULL)
+                    \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds), NULL, NULL, 1)
                 """
             ).run()
             try await db.raw(
@@ -158,6 +158,7 @@ extension SQLAccountStore: TransferStore {
         for delivery in completion.webhooks {
             try await insertWebhook(delivery, on: db)
         }
+        try await insertEvents(completion.history, on: db)
         return true
     }
 

@@ -23,14 +23,19 @@ extension SQLAccountStore: ValidationSchedule {
                 let sameToken = Self.sql(.refreshToken(result.job.sealedRefreshToken))
                 switch result.outcome {
                 case .done(.validated(let at, let sealedAccessToken, let next)):
-                    try await db.raw(
+                    let updated = try await db.raw(
                         """
                         UPDATE accounts SET last_validated_at = \(bind: at.milliseconds),
                             sealed_access_token = COALESCE(\(bind: sealedAccessToken), sealed_access_token),
                             next_validation_at = \(bind: next.milliseconds), updated_at = \(bind: at.milliseconds)
                         WHERE id = \(bind: id)\(sameToken)
+                        RETURNING id
                         """
-                    ).run()
+                    ).all()
+                    // Only for the account still holding the token validated: never an event for a deleted account.
+                    if !updated.isEmpty {
+                        try await Self.insertEvents([.validation(accountID: id, reason: "valid", at: at)], on: db)
+                    }
                 case .done(.unscheduled), .failed:
                     try await db.raw("UPDATE accounts SET next_validation_at = NULL WHERE id = \(bind: id)\(sameToken)").run()
                 case .retry(let next, _):

@@ -18,7 +18,7 @@ public struct SQLAccountStore: AccountStore {
     static let accountColumns = """
         id, subject_hash, sealed_subject, sealed_email, is_private_email, email_forwarding, sealed_name, client_id,
         sealed_refresh_token, sealed_access_token, sealed_identity_token, apple_credential, last_validated_at,
-        next_validation_at, created_at, updated_at, granted_at
+        next_validation_at, created_at, updated_at, granted_at, org_id, email_verified
         """
 
     /// ``accountColumns`` read from the alias `a`, each under its own name.
@@ -113,6 +113,7 @@ public struct SQLAccountStore: AccountStore {
         account: AccountRecord,
         isNew: Bool,
         session: SessionRecord,
+        history: [HistoryEvent],
         revocationIfGone: RevocationJob?,
         completesTransfer: TransferCompletion?
     ) async throws -> Bool {
@@ -129,7 +130,7 @@ public struct SQLAccountStore: AccountStore {
                         \(bind: account.sealedIdentityToken), \(bind: account.appleCredential.rawValue),
                         \(bind: account.lastValidatedAt?.milliseconds), \(bind: account.nextValidationAt?.milliseconds),
                         \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds),
-                        \(bind: account.grantedAt?.milliseconds))
+                        \(bind: account.grantedAt?.milliseconds), \(bind: account.orgID), \(bind: account.emailVerified ? 1 : 0))
                     ON CONFLICT (subject_hash) DO NOTHING
                     RETURNING id
                     """
@@ -147,7 +148,8 @@ public struct SQLAccountStore: AccountStore {
                         apple_credential = \(bind: account.appleCredential.rawValue),
                         last_validated_at = \(bind: account.lastValidatedAt?.milliseconds),
                         next_validation_at = \(bind: account.nextValidationAt?.milliseconds),
-                        updated_at = \(bind: account.updatedAt.milliseconds), granted_at = \(bind: account.grantedAt?.milliseconds)
+                        updated_at = \(bind: account.updatedAt.milliseconds), granted_at = \(bind: account.grantedAt?.milliseconds),
+                        org_id = \(bind: account.orgID), email_verified = \(bind: account.emailVerified ? 1 : 0)
                     WHERE id = \(bind: account.id)
                     RETURNING id
                     """
@@ -169,6 +171,7 @@ public struct SQLAccountStore: AccountStore {
                         \(bind: session.sealedDevice))
                 """
             ).run()
+            try await Self.insertEvents(history, on: db)
             return true
         }
     }
@@ -187,7 +190,7 @@ public struct SQLAccountStore: AccountStore {
                 a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
                 a.email_forwarding AS email_forwarding, a.sealed_name AS sealed_name,
                 a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
-                a.created_at AS created_at, a.client_id AS client_id
+                a.created_at AS created_at, a.client_id AS client_id, a.org_id AS org_id, a.email_verified AS email_verified
             FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
             WHERE s.token_hash = \(bind: tokenHash)
             """
@@ -197,16 +200,17 @@ public struct SQLAccountStore: AccountStore {
     }
 
     /// Ends a live session.
-    public func endSession(tokenHash: String, reason: SessionEndReason, at: Date) async throws -> Bool {
+    public func endSession(tokenHash: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool {
         try await database.endingSessions(.sessions([tokenHash])) { db in
-            let rows = try await db.raw(
+            let ended = try await db.raw(
                 """
                 UPDATE sessions SET ended_at = \(bind: at.milliseconds), end_reason = \(bind: reason.rawValue)
                 WHERE token_hash = \(bind: tokenHash) AND ended_at IS NULL
-                RETURNING token_hash
+                RETURNING id
                 """
-            ).all()
-            return !rows.isEmpty
+            ).all().map { try $0.string("id") }
+            try await Self.insertSignOuts(sessionIDs: ended, cause: cause, at: at, on: db)
+            return !ended.isEmpty
         }
     }
 
@@ -250,7 +254,9 @@ public struct SQLAccountStore: AccountStore {
             appleCredential: AppleCredentialState(rawValue: try row.string("apple_credential")) ?? .unknown,
             lastValidatedAt: try row.date("last_validated_at"),
             createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
-            clientID: try row.string("client_id")
+            clientID: try row.string("client_id"),
+            orgID: try row.optionalString("org_id"),
+            emailVerified: try row.decode(column: "email_verified", as: Int.self) != 0
         )
     }
 
@@ -272,7 +278,9 @@ public struct SQLAccountStore: AccountStore {
             nextValidationAt: try row.date("next_validation_at"),
             createdAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
             updatedAt: try row.date("updated_at") ?? Date(timeIntervalSince1970: 0),
-            grantedAt: try row.date("granted_at")
+            grantedAt: try row.date("granted_at"),
+            orgID: try row.optionalString("org_id"),
+            emailVerified: try row.decode(column: "email_verified", as: Int.self) != 0
         )
     }
 }

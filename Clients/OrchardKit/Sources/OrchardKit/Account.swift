@@ -57,6 +57,12 @@ public struct Account: Sendable, Hashable, Codable {
     public var appleCredential: AppleCredential
     /// When Apple last confirmed the grant.
     public var lastValidatedAt: Date?
+    /// The organization of a Managed Apple Account (Apple School Manager or Apple Business Manager); `nil` for a
+    /// personal Apple Account.
+    public var orgID: String?
+    /// Whether Apple verified ``email``: `false` for some Managed Apple Accounts. Never treat an unverified address as
+    /// proof of who the user is.
+    public var emailVerified: Bool
 
     enum CodingKeys: String, CodingKey {
         case id, email, name
@@ -66,6 +72,25 @@ public struct Account: Sendable, Hashable, Codable {
         case createdAt = "created_at"
         case appleCredential = "apple_credential"
         case lastValidatedAt = "last_validated_at"
+        case orgID = "org_id"
+        case emailVerified = "email_verified"
+    }
+
+    /// Reads an account as Orchard sends it; one stored by an earlier OrchardKit, without `email_verified`, reads as
+    /// verified (what Orchard answered for it then).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        appleSub = try container.decode(String.self, forKey: .appleSub)
+        email = try container.decodeIfPresent(String.self, forKey: .email)
+        isPrivateEmail = try container.decode(Bool.self, forKey: .isPrivateEmail)
+        emailForwarding = try container.decode(EmailForwarding.self, forKey: .emailForwarding)
+        name = try container.decodeIfPresent(Name.self, forKey: .name)
+        createdAt = try container.decode(Date.self, forKey: .createdAt)
+        appleCredential = try container.decode(AppleCredential.self, forKey: .appleCredential)
+        lastValidatedAt = try container.decodeIfPresent(Date.self, forKey: .lastValidatedAt)
+        orgID = try container.decodeIfPresent(String.self, forKey: .orgID)
+        emailVerified = try container.decodeIfPresent(Bool.self, forKey: .emailVerified) ?? true
     }
 }
 

@@ -312,9 +312,12 @@ public actor OrchardClient {
         _ method: String,
         _ path: String,
         bearer: String?,
+        query: [URLQueryItem] = [],
         body: (some Encodable)? = String?.none
     ) async throws(OrchardError) -> Answer {
-        var request = URLRequest(url: baseURL.appendingPathComponent(String(path.dropFirst())))
+        var url = baseURL.appendingPathComponent(String(path.dropFirst()))
+        if !query.isEmpty { url.append(queryItems: query) }
+        var request = URLRequest(url: url)
         request.httpMethod = method
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }

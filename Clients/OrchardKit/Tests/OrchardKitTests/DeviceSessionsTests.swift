@@ -45,3 +45,27 @@ struct DeviceSessionsTests {
         #expect(tablet.wipes.count == 1)
     }
 }
+
+@Suite("OrchardKit: the account's history and Work & School fields, against a real orchard serve", .serialized)
+struct AccountEventsTests {
+    @Test("events() pages the history newest first; Account carries emailVerified and orgID")
+    func events() async throws {
+        let servers = try await Servers.start()
+        defer { servers.stop() }
+        let phone = try await OrchardClientTests.signIn(servers, device: "Ada's iPhone")
+        let tablet = try await OrchardClientTests.signIn(servers, sub: phone.sub, device: "Ada's iPad")
+        try await tablet.client.endSession(id: try #require(try await tablet.client.sessions().last?.id))
+        #expect(tablet.account.emailVerified)
+        #expect(tablet.account.orgID == nil)
+
+        let first = try await tablet.client.events(limit: 2)
+        #expect(first.events.map(\.kind) == [.signedOut, .signedIn])
+        #expect(first.events.first?.reason == "other_device")
+        #expect(first.events.last?.device == "Ada's iPad")
+        let next = try #require(first.next)
+        let second = try await tablet.client.events(limit: 2, before: next)
+        #expect(second.events.map(\.kind) == [.signedIn])
+        #expect(second.events.first?.device == "Ada's iPhone")
+        #expect(second.next == nil)
+    }
+}

@@ -1,0 +1,58 @@
+import AppleID
+import Foundation
+
+extension Accounts {
+    /// The most events a page holds, and how many a page holds unless asked otherwise.
+    public static let historyPageLimit = 1...100
+    /// A page's size unless asked otherwise.
+    public static let historyDefaultPageSize = 50
+
+    /// A page of the caller's account's history, newest first, older than the event `before` (the previous page's
+    /// `next`).
+    /// - Throws: `session_invalid`/`session_revoked` for a session that is not live; `invalid_request` for a limit out of
+    ///   range or a cursor that is not an event id.
+    public func history(token: String, before: String?, limit: Int) async throws(AccountsError) -> HistoryPage {
+        let (_, account) = try await liveSession(token: token)
+        return try await history(accountID: account.id, before: before, limit: limit)
+    }
+
+    /// A page of an account's history, for an operator (`orchard accounts history`).
+    public func history(accountID: String, before: String?, limit: Int) async throws(AccountsError) -> HistoryPage {
+        guard Self.historyPageLimit.contains(limit) else { throw AccountsError(.invalidRequest, "limit must be 1 to 100") }
+        if let before, !Self.isEventID(before) { throw AccountsError(.invalidRequest, "before must be the next cursor of a page") }
+        // One more than asked tells whether an older page exists.
+        let events = try await storing { try await store.history(accountID: accountID, before: before, limit: limit + 1) }
+        var entries: [HistoryEntry] = []
+        for event in events.prefix(limit) {
+            entries.append(
+                HistoryEntry(
+                    id: event.id,
+                    kind: event.kind,
+                    occurredAt: event.occurredAt,
+                    sessionID: event.sessionID,
+                    device: try openDevice(event),
+                    reason: event.reason
+                )
+            )
+        }
+        return HistoryPage(events: entries, next: events.count > limit ? entries.last?.id : nil)
+    }
+
+    /// Whether `id` has the shape of an event id: `evt_` and at most 80 letters, digits or underscores.
+    static func isEventID(_ id: String) -> Bool {
+        id.hasPrefix("evt_") && id.utf8.count <= 84
+            && id.utf8.dropFirst(4).allSatisfy { byte in
+                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                    || byte == UInt8(ascii: "_")
+            }
+    }
+
+    private func openDevice(_ event: HistoryEvent) throws(AccountsError) -> String? {
+        guard let sealed = event.sealedDevice else { return nil }
+        do {
+            return try vault.open(sealed, context: SealingContext.historyEvent(event.id)).value
+        } catch {
+            throw AccountsError(.storageUnavailable, "a device label of event \(event.id) cannot be opened with the configured vault keys")
+        }
+    }
+}

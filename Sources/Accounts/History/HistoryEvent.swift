@@ -1,0 +1,128 @@
+public import Foundation
+
+/// One entry of an account's history: why it was signed in or out, what Apple said of it. It holds nothing personal in
+/// plain form: no email, subject, token or address; the device label is sealed under ``SealingContext/historyEvent(_:)``.
+public struct HistoryEvent: Sendable, Equatable {
+    /// The contract's event types.
+    public enum Kind: String, Sendable, CaseIterable {
+        case signedIn = "signed_in"
+        case signedOut = "signed_out"
+        case appleValidation = "apple_validation"
+        case credentialRevoked = "credential_revoked"
+        case emailForwardingChanged = "email_forwarding_changed"
+        case transferred
+    }
+
+    /// `evt_` and an opaque id.
+    public var id: String
+    /// The account it belongs to.
+    public var accountID: String
+    /// What happened.
+    public var kind: Kind
+    /// When.
+    public var occurredAt: Date
+    /// The session it concerns (`signed_in`, `signed_out`).
+    public var sessionID: String?
+    /// The sealed device label of a `signed_in`.
+    public var sealedDevice: String?
+    /// Why, in the contract's words (`user`, `other_device`, `expired`, `valid`, `invalid_grant`, `consent_revoked`,
+    /// `enabled`, `disabled`).
+    public var reason: String?
+
+    /// Creates an event.
+    public init(
+        id: String,
+        accountID: String,
+        kind: Kind,
+        occurredAt: Date,
+        sessionID: String? = nil,
+        sealedDevice: String? = nil,
+        reason: String? = nil
+    ) {
+        self.id = id
+        self.accountID = accountID
+        self.kind = kind
+        self.occurredAt = occurredAt
+        self.sessionID = sessionID
+        self.sealedDevice = sealedDevice
+        self.reason = reason
+    }
+}
+
+extension HistoryEvent {
+    /// A refresh-token validation's verdict. Its id names the account, the UTC day and the verdict, so that a day's
+    /// repeated verdict is one event: the store adds none whose id is taken.
+    public static func validation(accountID: String, reason: String, at: Date) -> HistoryEvent {
+        let day = Int((at.timeIntervalSince1970 / 86_400).rounded(.down))
+        let account = accountID.hasPrefix("acct_") ? String(accountID.dropFirst(5)) : accountID
+        return HistoryEvent(id: "evt_\(account)_\(day)_\(reason)", accountID: accountID, kind: .appleValidation, occurredAt: at, reason: reason)
+    }
+}
+
+extension HistoryEvent {
+    /// The account's app transfer completed; an account completes one transfer, so its id names the account.
+    public static func transferred(accountID: String, at: Date) -> HistoryEvent {
+        HistoryEvent(
+            id: "evt_\(accountID.hasPrefix("acct_") ? String(accountID.dropFirst(5)) : accountID)_transferred",
+            accountID: accountID,
+            kind: .transferred,
+            occurredAt: at
+        )
+    }
+}
+
+/// An event as shown: the device label opened.
+public struct HistoryEntry: Sendable, Equatable {
+    /// The event's id.
+    public var id: String
+    /// What happened.
+    public var kind: HistoryEvent.Kind
+    /// When.
+    public var occurredAt: Date
+    /// The session it concerns.
+    public var sessionID: String?
+    /// The device label of a `signed_in`.
+    public var device: String?
+    /// Why.
+    public var reason: String?
+
+    /// Creates an entry.
+    public init(id: String, kind: HistoryEvent.Kind, occurredAt: Date, sessionID: String?, device: String?, reason: String?) {
+        self.id = id
+        self.kind = kind
+        self.occurredAt = occurredAt
+        self.sessionID = sessionID
+        self.device = device
+        self.reason = reason
+    }
+}
+
+/// A page of an account's history, newest first; `next` is the cursor of the page after it.
+public struct HistoryPage: Sendable, Equatable {
+    /// The events.
+    public var events: [HistoryEntry]
+    /// Pass as `before` for the older events; `nil` on the last page.
+    public var next: String?
+
+    /// Creates a page.
+    public init(events: [HistoryEntry], next: String?) {
+        self.events = events
+        self.next = next
+    }
+}
+
+/// Where each account's history lives.
+public protocol HistoryStore: Sendable {
+    /// Up to `limit` of the account's events older than the event `before` (all when `nil`), newest first.
+    func history(accountID: String, before: String?, limit: Int) async throws -> [HistoryEvent]
+}
+
+/// Why a session was signed out, as its `signed_out` event says.
+public enum SignOutCause: String, Sendable {
+    /// The user signed out of this session on this device.
+    case user
+    /// The user ended it from another device.
+    case otherDevice = "other_device"
+    /// It ran out its lifetime.
+    case expired
+}
