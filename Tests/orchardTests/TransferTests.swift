@@ -215,6 +215,15 @@ struct TransferTests {
         let transferred = receiver.delivered.filter { $0.json["type"] as? String == "account.transferred" }
         #expect(transferred.count == 3)
         #expect(Set(transferred.compactMap { $0.json["account_id"] as? String }) == Set(accountIDs.prefix(3)))
+        // Each account's history says so once, on team B's side, whether the import or a sign-in completed it.
+        for id in accountIDs.prefix(3) {
+            let history = try await OrchardProcess.runInBackground(["accounts", "history", id, "--json"], environment: sideB)
+            let types = (try JSONSerialization.jsonObject(with: Data(history.standardOutput.utf8)) as? [[String: Any]])?
+                .compactMap { $0["type"] as? String }
+            #expect(types?.filter { $0 == "transferred" }.count == 1, "\(id): \(history.standardOutput)")
+        }
+        let pendingHistory = try await OrchardProcess.runInBackground(["accounts", "history", pendingID], environment: sideB)
+        #expect(pendingHistory.standardOutput.contains("\ttransferred\t"), "\(pendingHistory.standardOutput)")
 
         // An account not signed in since the move holds no Apple token: apple_credential unknown, deletion manual.
         let untouched = accountIDs[untouchedIndex]
