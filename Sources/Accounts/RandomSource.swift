@@ -11,10 +11,17 @@ public struct SystemRandomSource: RandomSource {
     /// Creates the source.
     public init() {}
 
-    /// `count` bytes from `SystemRandomNumberGenerator`.
+    /// `count` bytes from `SystemRandomNumberGenerator`, eight from each of its values: each value is a system call
+    /// (`getrandom`), and a byte at a time made sixteen calls for an id and thirty-two for a session token.
     public func bytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count + 7)
+        while bytes.count < count {
+            withUnsafeBytes(of: generator.next() as UInt64) { bytes.append(contentsOf: $0) }
+        }
+        bytes.removeLast(bytes.count - count)
+        return bytes
     }
 }
 

@@ -208,12 +208,23 @@ struct SessionCacheReplicaTests {
                     )
                     // The sign-out may meet the outage (503); it is tried again until answered.
                     var status = 0
+                    var attempts: [String] = []
                     let deadline = ContinuousClock.now + .seconds(30)
                     while status != 204, ContinuousClock.now < deadline {
-                        status = (try? await replicas.client(index % 3).request(.DELETE, "/v1/session", bearer: token))?.status ?? 0
+                        let sent = ContinuousClock.now
+                        do {
+                            status = try await replicas.client(index % 3).request(.DELETE, "/v1/session", bearer: token).status
+                            attempts.append("\(status) after \(ContinuousClock.now - sent)")
+                        } catch {
+                            status = 0
+                            attempts.append("\(error) after \(ContinuousClock.now - sent)")
+                        }
                         if status == 401 { break }
                     }
-                    #expect(status == 204 || status == 401, "sign-out answered \(status)")
+                    #expect(
+                        status == 204 || status == 401,
+                        "sign-out answered \(status): \(attempts); replicas' logs: \(replicas.replicas.map { String($0.logText.suffix(3_000)) })"
+                    )
                 }
             }
         }

@@ -130,7 +130,7 @@ public final class AccountChanges: Sendable {
         )
     }
 
-    /// Applies a change that calls nobody, and wakes the webhook worker when it wrote webhooks.
+    /// `email_forwarding_changed`, with the new state as its reason.
     private func forwardingEvent(accountID: String, _ forwarding: EmailForwarding, at now: Date) -> HistoryEvent {
         HistoryEvent(id: random.id("evt_"), accountID: accountID, kind: .emailForwardingChanged, occurredAt: now, reason: forwarding.rawValue)
     }
@@ -143,6 +143,7 @@ public final class AccountChanges: Sendable {
         return [.validation(accountID: accountID, reason: reason, at: now.addingTimeInterval(-0.001)), revoked]
     }
 
+    /// Applies a change that calls nobody, and wakes the webhook worker when it wrote webhooks.
     private func apply(_ change: AccountChange) async throws -> AccountChangeOutcome {
         let outcome = try await store.apply(change)
         if case .applied = outcome { wakeups.notify(.webhooks) }
