@@ -39,43 +39,6 @@ public struct AppleIdentityClaims: Codable, Sendable, Equatable {
     /// `org_id`: the organization of a managed Apple ID.
     public var orgID: String?
 
-    /// Creates claims, e.g. for an emulator that mints tokens.
-    public init(
-        iss: String = AppleTokenVerifier.appleIssuer,
-        aud: String,
-        exp: Date,
-        iat: Date,
-        sub: Redacted<String>,
-        email: Redacted<String>? = nil,
-        emailVerified: Bool? = nil,
-        isPrivateEmail: Bool? = nil,
-        realUserStatus: Int? = nil,
-        authTime: Date? = nil,
-        nonce: String? = nil,
-        nonceSupported: Bool? = nil,
-        cHash: String? = nil,
-        atHash: String? = nil,
-        transferSub: Redacted<String>? = nil,
-        orgID: String? = nil
-    ) {
-        self.iss = iss
-        self.aud = aud
-        self.exp = exp
-        self.iat = iat
-        self.sub = sub
-        self.email = email
-        self.emailVerified = emailVerified
-        self.isPrivateEmail = isPrivateEmail
-        self.realUserStatus = realUserStatus
-        self.authTime = authTime
-        self.nonce = nonce
-        self.nonceSupported = nonceSupported
-        self.cHash = cHash
-        self.atHash = atHash
-        self.transferSub = transferSub
-        self.orgID = orgID
-    }
-
     private enum CodingKeys: String, CodingKey {
         case iss, aud, exp, iat, sub, email, nonce
         case emailVerified = "email_verified"

@@ -14,12 +14,12 @@ extension AppleEmulator {
     /// Makes the next `count` calls to `endpoint` fail as `failure` says, after any failures already queued for it.
     /// A failed call changes nothing else (a code is not consumed, a token not revoked), and is logged.
     public func injectFailure(endpoint: EmulatorEndpoint, failure: EmulatorFailure, count: Int = 1) {
-        state.withLock { $0.inject(failure, into: endpoint, count: count) }
+        state.withLock { $0.failures.inject(failure, into: endpoint, count: count) }
     }
 
     /// Forgets every queued failure.
     public func clearFailures() {
-        state.withLock { $0.clearFailures() }
+        state.withLock { $0.failures.clear() }
     }
 
     /// Answers the next `nextExchanges` successful code exchanges without a `refresh_token` (replacing any earlier
@@ -50,17 +50,17 @@ extension AppleEmulator {
 
     /// Every call to Apple's endpoints since the log was last cleared, in the order they arrived.
     public func calls() -> [EmulatorCall] {
-        state.withLock { $0.calls }
+        state.withLock { $0.callLog.calls }
     }
 
     /// The calls to one endpoint, in the order they arrived.
     public func calls(to endpoint: EmulatorEndpoint) -> [EmulatorCall] {
-        state.withLock { $0.calls.filter { $0.endpoint == endpoint } }
+        state.withLock { $0.callLog.calls.filter { $0.endpoint == endpoint } }
     }
 
     /// Empties the call log.
     public func clearCalls() {
-        state.withLock { $0.clearCalls() }
+        state.withLock { $0.callLog.clear() }
     }
 
     /// Whether `token` (a refresh or access token the emulator issued) has stopped working because its grant ended,

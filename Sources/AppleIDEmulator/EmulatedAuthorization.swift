@@ -10,11 +10,4 @@ public struct EmulatedAuthorization: Sendable, Hashable {
     /// Apple hand the app the user's name (and the `user` JSON of the web flow).
     public var isFirstAuthorization: Bool
 
-    /// Creates an authorization.
-    public init(identityToken: String, authorizationCode: String, user: EmulatedUser, isFirstAuthorization: Bool) {
-        self.identityToken = identityToken
-        self.authorizationCode = authorizationCode
-        self.user = user
-        self.isFirstAuthorization = isFirstAuthorization
-    }
 }

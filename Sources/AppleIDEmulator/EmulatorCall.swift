@@ -29,37 +29,6 @@ public struct EmulatorCall: Sendable, Hashable, Codable {
     /// The emulator's own note on why (Apple says no more than the error code), e.g. `client secret expired`.
     public var detail: String?
 
-    /// Creates a call record.
-    public init(
-        sequence: Int,
-        endpoint: EmulatorEndpoint,
-        time: Date,
-        grantType: String? = nil,
-        clientID: String? = nil,
-        tokenTypeHint: String? = nil,
-        token: String? = nil,
-        code: String? = nil,
-        refreshToken: String? = nil,
-        redirectURI: String? = nil,
-        status: Int? = nil,
-        error: String? = nil,
-        detail: String? = nil
-    ) {
-        self.sequence = sequence
-        self.endpoint = endpoint
-        self.time = time
-        self.grantType = grantType
-        self.clientID = clientID
-        self.tokenTypeHint = tokenTypeHint
-        self.token = token
-        self.code = code
-        self.refreshToken = refreshToken
-        self.redirectURI = redirectURI
-        self.status = status
-        self.error = error
-        self.detail = detail
-    }
-
     private enum CodingKeys: String, CodingKey {
         case sequence, endpoint, time, code, token, status, error, detail
         case grantType = "grant_type"

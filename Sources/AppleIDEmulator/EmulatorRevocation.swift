@@ -14,15 +14,6 @@ public struct EmulatorRevocation: Sendable, Hashable, Codable {
     /// When, by the emulator's clock.
     public var time: Date
 
-    /// Creates a revocation record.
-    public init(token: String, tokenTypeHint: String?, clientID: String, wasValid: Bool, time: Date) {
-        self.token = token
-        self.tokenTypeHint = tokenTypeHint
-        self.clientID = clientID
-        self.wasValid = wasValid
-        self.time = time
-    }
-
     private enum CodingKeys: String, CodingKey {
         case token, time
         case tokenTypeHint = "token_type_hint"

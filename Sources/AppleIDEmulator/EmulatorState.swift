@@ -7,23 +7,6 @@ import Foundation
 /// user revoking the app in Apple ID settings, ends the grant and with it every code and token it issued. The next
 /// authorization then starts a new grant (and is again a "first" authorization).
 struct EmulatorState: Sendable {
-    /// An Apple error answered with HTTP 400.
-    struct OAuthError: Error, Hashable, Sendable {
-        var code: String
-        var description: String? = nil
-        var detail: String?
-    }
-
-    /// What a successful code exchange or refresh hands back, before the id_token is signed.
-    struct TokenGrant: Sendable {
-        var accessToken: String
-        var refreshToken: String?
-        var user: EmulatedUser
-        var clientID: String
-        var nonce: String?
-        var authTime: Date
-    }
-
     private struct GrantKey: Hashable, Sendable {
         var sub: String
         var clientID: String
@@ -59,11 +42,6 @@ struct EmulatorState: Sendable {
         var teamID: String?
     }
 
-    private struct PendingFailure: Sendable {
-        var failure: EmulatorFailure
-        var remaining: Int
-    }
-
     /// Signing keys, oldest first; the last one signs.
     var signingKeys: [EmulatorSigningKey]
     /// Delay before Apple's endpoints answer.
@@ -82,12 +60,13 @@ struct EmulatorState: Sendable {
     private var codes: [String: IssuedCode] = [:]
     private var tokens: [String: IssuedToken] = [:]
     private var tokenOrder: [String] = []
-    private var failures: [EmulatorEndpoint: [PendingFailure]] = [:]
+    /// Failures queued for Apple's endpoints.
+    var failures = EmulatorFailureQueue()
     private var refreshTokensToOmit = 0
-    private(set) var calls: [EmulatorCall] = []
+    /// Every call to Apple's endpoints, in order, with its answer.
+    var callLog = EmulatorCallLog()
     /// Every identity token and notification signed, in order.
     var signedJWS: [String] = []
-    private var nextCallSequence = 1
     private(set) var revocations: [EmulatorRevocation] = []
 
     /// A state with one signing key and no grants.
@@ -310,54 +289,5 @@ struct EmulatorState: Sendable {
         var error = error
         error.detail = detail
         return error
-    }
-
-    // MARK: Failures
-
-    /// Queues `failure` for the next `count` calls to `endpoint`, after any failures already queued there.
-    mutating func inject(_ failure: EmulatorFailure, into endpoint: EmulatorEndpoint, count: Int) {
-        guard count > 0 else { return }
-        failures[endpoint, default: []].append(PendingFailure(failure: failure, remaining: count))
-    }
-
-    /// Forgets every queued failure.
-    mutating func clearFailures() {
-        failures = [:]
-    }
-
-    /// Takes the failure due for this call to `endpoint`, if any.
-    mutating func takeFailure(for endpoint: EmulatorEndpoint) -> EmulatorFailure? {
-        guard var queue = failures[endpoint], !queue.isEmpty else { return nil }
-        let failure = queue[0].failure
-        queue[0].remaining -= 1
-        if queue[0].remaining == 0 {
-            queue.removeFirst()
-        }
-        failures[endpoint] = queue
-        return failure
-    }
-
-    // MARK: Call log
-
-    /// Logs a call as it arrives; returns its sequence number, to complete it with ``complete(_:status:error:detail:)``.
-    mutating func log(_ call: EmulatorCall) -> Int {
-        var call = call
-        call.sequence = nextCallSequence
-        nextCallSequence += 1
-        calls.append(call)
-        return call.sequence
-    }
-
-    /// Records the answer given to a logged call.
-    mutating func complete(_ sequence: Int, status: Int?, error: String?, detail: String?) {
-        guard let index = calls.lastIndex(where: { $0.sequence == sequence }) else { return }
-        calls[index].status = status
-        calls[index].error = error
-        calls[index].detail = detail
-    }
-
-    /// Empties the call log.
-    mutating func clearCalls() {
-        calls = []
     }
 }

@@ -26,47 +26,18 @@ public struct WebAuthorizationRequest: Sendable, Hashable {
     /// See ``firstName``.
     public var lastName: String?
 
-    /// Creates a request.
-    public init(
-        responseType: String? = "code id_token",
-        responseMode: String? = "form_post",
-        clientID: String?,
-        redirectURI: String?,
-        state: String? = nil,
-        nonce: String? = nil,
-        scope: String? = "name email",
-        loginHint: String? = nil,
-        error: String? = nil,
-        firstName: String? = nil,
-        lastName: String? = nil
-    ) {
-        self.responseType = responseType
-        self.responseMode = responseMode
-        self.clientID = clientID
-        self.redirectURI = redirectURI
-        self.state = state
-        self.nonce = nonce
-        self.scope = scope
-        self.loginHint = loginHint
-        self.error = error
-        self.firstName = firstName
-        self.lastName = lastName
-    }
-
     /// Reads the query of `/auth/authorize`.
     public init(query: [String: String]) {
-        self.init(
-            responseType: query["response_type"],
-            responseMode: query["response_mode"],
-            clientID: query["client_id"],
-            redirectURI: query["redirect_uri"],
-            state: query["state"],
-            nonce: query["nonce"],
-            scope: query["scope"],
-            loginHint: query["login_hint"],
-            error: query["emulator_error"],
-            firstName: query["emulator_first_name"],
-            lastName: query["emulator_last_name"]
-        )
+        responseType = query["response_type"]
+        responseMode = query["response_mode"]
+        clientID = query["client_id"]
+        redirectURI = query["redirect_uri"]
+        state = query["state"]
+        nonce = query["nonce"]
+        scope = query["scope"]
+        loginHint = query["login_hint"]
+        error = query["emulator_error"]
+        firstName = query["emulator_first_name"]
+        lastName = query["emulator_last_name"]
     }
 }

@@ -57,7 +57,7 @@ public enum NonceMode: Sendable {
 }
 
 /// Talks to one Orchard over HTTP as an app would, signing users in through an emulator.
-public struct OrchardClient: Sendable {
+public struct OrchardClient: TalksToOrchard {
     /// Orchard's base URL.
     public let baseURL: String
     /// The HTTP client.
@@ -71,7 +71,20 @@ public struct OrchardClient: Sendable {
         self.http = http
         self.emulator = emulator
     }
+}
 
+/// Whatever talks to one Orchard over HTTP as an app would, signing users in through an emulator: an
+/// ``OrchardClient``, or an ``OrchardHarness`` for its own Orchard.
+public protocol TalksToOrchard: Sendable {
+    /// Orchard's base URL.
+    var baseURL: String { get }
+    /// The HTTP client.
+    var http: HTTPClient { get }
+    /// The emulator that plays Apple.
+    var emulator: AppleEmulator { get }
+}
+
+extension TalksToOrchard {
     /// Sends a request to Orchard (or any URL when `path` is absolute).
     public func request(
         _ method: HTTPMethod,
@@ -138,45 +151,6 @@ public struct OrchardClient: Sendable {
         return (try await request(.POST, "/v1/auth/apple", json: body), authorization, nonce)
     }
 
-}
-
-extension OrchardHarness {
-    /// The HTTP client for this harness's Orchard.
-    public var client: OrchardClient { OrchardClient(baseURL: baseURL, http: http, emulator: emulator) }
-
-    /// Sends a request to Orchard (or any URL when `path` is absolute).
-    public func request(
-        _ method: HTTPMethod,
-        _ path: String,
-        json: [String: any Sendable]? = nil,
-        body: Data? = nil,
-        headers: [(String, String)] = [],
-        bearer: String? = nil
-    ) async throws -> TestResponse {
-        try await client.request(method, path, json: json, body: body, headers: headers, bearer: bearer)
-    }
-
-    /// Asks Orchard for a nonce.
-    public func issueNonce() async throws -> String {
-        try await client.issueNonce()
-    }
-
-    /// SHA-256 of a nonce, lowercase hex, as a native app passes it to Apple.
-    public static func hashNonce(_ raw: String) -> String {
-        OrchardClient.hashNonce(raw)
-    }
-
-    /// The whole native sign-in.
-    public func signIn(
-        _ user: EmulatedUser,
-        nonceMode: NonceMode = .hashed,
-        clientID: String = OrchardHarness.clientID,
-        userDetails: [String: any Sendable]? = nil,
-        device: String? = nil
-    ) async throws -> (response: TestResponse, authorization: EmulatedAuthorization, nonce: String) {
-        try await client.signIn(user, nonceMode: nonceMode, clientID: clientID, userDetails: userDetails, device: device)
-    }
-
     /// Signs `user` in (with the first authorization's `name`, if any) and returns the session token.
     ///
     /// - Throws: ``HarnessError`` when the sign-in is not answered 200.
@@ -187,6 +161,11 @@ extension OrchardHarness {
         }
         return token
     }
+}
+
+extension OrchardHarness: TalksToOrchard {
+    /// The HTTP client for this harness's Orchard.
+    public var client: OrchardClient { OrchardClient(baseURL: baseURL, http: http, emulator: emulator) }
 
     /// How many rows `table` holds (a table name, optionally followed by a `WHERE` clause).
     public func rowCount(_ table: String) async throws -> Int {

@@ -86,15 +86,6 @@ public struct HistoryEntry: Sendable, Equatable {
     /// Why.
     public var reason: String?
 
-    /// Creates an entry.
-    public init(id: String, kind: HistoryEvent.Kind, occurredAt: Date, sessionID: String?, device: String?, reason: String?) {
-        self.id = id
-        self.kind = kind
-        self.occurredAt = occurredAt
-        self.sessionID = sessionID
-        self.device = device
-        self.reason = reason
-    }
 }
 
 /// A page of an account's history, newest first; `next` is the cursor of the page after it.

@@ -59,14 +59,6 @@ public struct AuditRecord: Sendable, Equatable {
     /// When.
     public var occurredAt: Date
 
-    /// Creates a record.
-    public init(id: String, subjectDigest: String, event: String, reason: String?, occurredAt: Date) {
-        self.id = id
-        self.subjectDigest = subjectDigest
-        self.event = event
-        self.reason = reason
-        self.occurredAt = occurredAt
-    }
 }
 
 /// One webhook to one URL in the durable outbox.
@@ -245,19 +237,6 @@ public struct RevocationPlan: Sendable {
     /// Re-seals the token to revoke (the refresh token, else the access token) under the row's context; `nil` when the
     /// deletion removed neither.
     public var reseal: @Sendable (RemovedTokens) throws -> (sealedToken: String, hint: TokenTypeHint)?
-
-    /// Creates a plan.
-    public init(
-        id: String,
-        leaseUntil: Date,
-        createdAt: Date,
-        reseal: @escaping @Sendable (RemovedTokens) throws -> (sealedToken: String, hint: TokenTypeHint)?
-    ) {
-        self.id = id
-        self.leaseUntil = leaseUntil
-        self.createdAt = createdAt
-        self.reseal = reseal
-    }
 
     /// The outbox row for `removed`, or `nil` when there is no token to revoke.
     public func job(for removed: RemovedTokens) throws -> RevocationJob? {

@@ -1,7 +1,7 @@
-public import AppleID
+import AppleID
 public import Foundation
 public import Logging
-public import Metrics
+import Metrics
 
 extension JobKind {
     /// Apple's notifications in the inbox, waiting to be acted on.
@@ -18,23 +18,6 @@ extension JobKind {
 public struct NotificationHandler: JobHandler {
     /// The inbox outcome a finished notification is marked with, unless its account change marked it already.
     public typealias Done = String
-
-    /// What the handler decides by.
-    public struct Policy: Sendable {
-        /// What `consent-revoked` does.
-        public var consentRevoked: ConsentRevokedPolicy
-        /// How far an event may predate the account or its latest grant and still be acted on.
-        public var clockLeeway: Duration
-        /// When a failed notification is tried again.
-        public var retryPolicy: RetryPolicy
-
-        /// Creates the policy.
-        public init(consentRevoked: ConsentRevokedPolicy, clockLeeway: Duration, retryPolicy: RetryPolicy) {
-            self.consentRevoked = consentRevoked
-            self.clockLeeway = clockLeeway
-            self.retryPolicy = retryPolicy
-        }
-    }
 
     let inbox: any NotificationInbox
     let accounts: any AccountLookup
@@ -57,27 +40,6 @@ public struct NotificationHandler: JobHandler {
 
     /// The subject's salted hash: Apple's events about one user are acted on in the order they arrived.
     public func orderingKey(for entry: InboxEntry) -> String? { entry.subjectDigest }
-
-    /// Creates the handler over its parts.
-    public init(
-        inbox: any NotificationInbox,
-        accounts: any AccountLookup,
-        changes: AccountChanges,
-        vault: TokenVault,
-        clock: any WallClock,
-        random: any RandomSource,
-        policy: Policy,
-        metrics: any MetricsFactory
-    ) {
-        self.inbox = inbox
-        self.accounts = accounts
-        self.changes = changes
-        self.vault = vault
-        self.clock = clock
-        self.random = random
-        self.policy = policy
-        self.metrics = metrics
-    }
 
     /// Claims due, unprocessed notifications, in the order they arrived.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [InboxEntry] {
@@ -252,38 +214,6 @@ public struct NotificationHandler: JobHandler {
             )
         } else {
             logger.warning("notification of an unknown type recorded and ignored", metadata: ["notification.type": "\(event.type.rawValue)"])
-        }
-    }
-
-    /// What a notification does to an account, decided on what was read; the change re-checks the grant in its own
-    /// statement, against a sign-in that commits meanwhile.
-    enum Decision: Equatable {
-        /// Recorded with this outcome and not acted on.
-        case ignore(String)
-        /// Apple's email forwarding changed.
-        case setEmailForwarding(EmailForwarding, ChangeCondition)
-        /// Sessions end, the credential is revoked (`consent-revoked` under `sign-out`).
-        case revokeCredential(ChangeCondition)
-        /// The account goes, without a revocation (Apple ended the grant).
-        case delete(DeletionReason, ChangeCondition)
-    }
-
-    /// The decision for `event` about `account` under `policy`.
-    ///
-    /// Late notifications: an event that happened before the account existed, or before its latest grant (the user
-    /// signed up or authorized the app again after it), is about an earlier grant and must not touch the newer one.
-    static func decide(_ event: AppleNotificationEvent, about account: AccountRecord, policy: Policy) -> Decision {
-        let leeway = policy.clockLeeway.seconds
-        if event.eventTime < account.createdAt.addingTimeInterval(-leeway) { return .ignore("predates_account") }
-        if event.eventTime < account.latestGrant.addingTimeInterval(-leeway) { return .ignore("predates_grant") }
-        let condition = ChangeCondition.grantedNoLaterThan(event.eventTime.addingTimeInterval(leeway))
-        switch event.type {
-        case .emailEnabled: return .setEmailForwarding(.enabled, condition)
-        case .emailDisabled: return .setEmailForwarding(.disabled, condition)
-        case .consentRevoked:
-            return policy.consentRevoked == .signOut ? .revokeCredential(condition) : .delete(.consentRevoked, condition)
-        case .accountDelete: return .delete(.appleAccountDeleted, condition)
-        case .unknown: return .ignore("unknown_type")
         }
     }
 

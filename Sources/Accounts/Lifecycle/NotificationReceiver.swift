@@ -1,7 +1,7 @@
-public import AppleID
+import AppleID
 import Foundation
 public import Logging
-public import Metrics
+import Metrics
 import Synchronization
 
 /// Apple's server-to-server notification endpoint's half of the lifecycle: verifies a notification and stores it in the
@@ -30,25 +30,6 @@ public struct NotificationReceiver: Sendable {
             return stamped
         }
         return Date(timeIntervalSince1970: Double(stamped) / 1000)
-    }
-
-    /// Creates the receiver over its parts.
-    public init(
-        inbox: any NotificationInbox,
-        apple: any AppleGateway,
-        vault: TokenVault,
-        audit: AuditDigests,
-        clock: any WallClock,
-        metrics: any MetricsFactory,
-        wakeups: JobWakeups
-    ) {
-        self.inbox = inbox
-        self.apple = apple
-        self.vault = vault
-        self.audit = audit
-        self.clock = clock
-        self.metrics = metrics
-        self.wakeups = wakeups
     }
 
     /// Verifies a server-to-server notification and stores it durably in the inbox (keyed by `jti`); processing

@@ -1,7 +1,7 @@
-public import AppleID
+import AppleID
 public import Foundation
 public import Logging
-public import Metrics
+import Metrics
 
 extension JobKind {
     /// Accounts whose refresh token is due for validation at Apple.
@@ -40,29 +40,6 @@ public struct RefreshValidationHandler: JobHandler {
     /// held by a slow call must not hold up the claim of an account whose lease ran out (a crashed replica's is taken
     /// over within its lease plus a tick).
     public var passesInFlight: Int { 4 }
-
-    /// Creates the handler over its parts.
-    public init(
-        schedule: any ValidationSchedule,
-        apple: any AppleGateway,
-        vault: TokenVault,
-        changes: AccountChanges,
-        clock: any WallClock,
-        random: any RandomSource,
-        timing: ValidationTiming,
-        retryPolicy: RetryPolicy,
-        metrics: any MetricsFactory
-    ) {
-        self.schedule = schedule
-        self.apple = apple
-        self.vault = vault
-        self.changes = changes
-        self.clock = clock
-        self.random = random
-        self.timing = timing
-        self.retryPolicy = retryPolicy
-        self.metrics = metrics
-    }
 
     /// Claims due accounts through the due-time index, then records the backlog left.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [AccountRecord] {

@@ -1,7 +1,7 @@
-public import AppleID
+import AppleID
 public import Foundation
 public import Logging
-public import Metrics
+import Metrics
 
 extension JobKind {
     /// Tokens in the revocation outbox, waiting for Apple's `/auth/revoke`.
@@ -41,27 +41,6 @@ public struct RevocationHandler: JobHandler {
     public var passesInFlight: Int { 4 }
     /// The call's deadline plus 5 seconds.
     public var leaseDuration: Duration { deadline + .seconds(5) }
-
-    /// Creates the handler over its parts; each call to Apple may take `deadline`.
-    public init(
-        store: any RevocationOutbox,
-        vault: TokenVault,
-        apple: any AppleGateway,
-        clock: any WallClock,
-        random: any RandomSource,
-        retryPolicy: RetryPolicy,
-        metrics: any MetricsFactory,
-        deadline: Duration = .seconds(10)
-    ) {
-        self.store = store
-        self.vault = vault
-        self.apple = apple
-        self.clock = clock
-        self.random = random
-        self.retryPolicy = retryPolicy
-        self.metrics = metrics
-        self.deadline = deadline
-    }
 
     /// Claims due, unheld revocations.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [RevocationJob] {

@@ -15,13 +15,4 @@ public struct DeviceSession: Sendable, Equatable {
     /// Whether it is the session that asked.
     public var current: Bool
 
-    /// Creates one.
-    public init(id: String, createdAt: Date, expiresAt: Date, lastSeenAt: Date?, device: String?, current: Bool) {
-        self.id = id
-        self.createdAt = createdAt
-        self.expiresAt = expiresAt
-        self.lastSeenAt = lastSeenAt
-        self.device = device
-        self.current = current
-    }
 }

@@ -19,14 +19,6 @@ public struct AccessTokens: Sendable {
     let clock: any WallClock
     let random: any RandomSource
 
-    /// Creates the part.
-    public init(accounts: Accounts, keys: SigningKeys, clock: any WallClock, random: any RandomSource) {
-        self.accounts = accounts
-        self.keys = keys
-        self.clock = clock
-        self.random = random
-    }
-
     /// Issuer, audiences, lifetimes.
     public var configuration: AccessTokenConfiguration { keys.configuration }
 

@@ -1,4 +1,4 @@
-public import AppleID
+import AppleID
 import Foundation
 public import Logging
 
@@ -14,28 +14,7 @@ public struct AppTransfer: Sendable {
     let webhooks: WebhookFanout
     let wakeups: JobWakeups
     /// Accounts read per page on the sending side.
-    let pageSize: Int
-
-    /// Creates the transfer over its parts.
-    public init(
-        store: any TransferStore,
-        accounts: any AccountLookup,
-        apple: any AppleGateway,
-        vault: TokenVault,
-        clock: any WallClock,
-        webhooks: WebhookFanout,
-        wakeups: JobWakeups,
-        pageSize: Int = 500
-    ) {
-        self.store = store
-        self.accounts = accounts
-        self.apple = apple
-        self.vault = vault
-        self.clock = clock
-        self.webhooks = webhooks
-        self.wakeups = wakeups
-        self.pageSize = pageSize
-    }
+    let pageSize = 500
 
     private var sealing: AccountSealing { AccountSealing(vault: vault) }
 

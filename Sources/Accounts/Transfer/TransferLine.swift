@@ -14,14 +14,6 @@ public struct TransferLine: Codable, Sendable, Equatable {
     /// The name from the user's first authorization, if any.
     public var name: AccountView.Name?
 
-    /// Creates a line.
-    public init(accountID: String, clientID: String, transferSub: String, name: AccountView.Name?) {
-        self.accountID = accountID
-        self.clientID = clientID
-        self.transferSub = transferSub
-        self.name = name
-    }
-
     private enum CodingKeys: String, CodingKey {
         case name
         case accountID = "account_id"

@@ -1,16 +1,11 @@
-public import Accounts
+import Accounts
 import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 
 /// `DELETE /v1/account`: the user deletes their account.
-public struct AccountController<Context: RequestContext>: Sendable {
+struct AccountController<Context: RequestContext>: Sendable {
     let accounts: Accounts
-
-    /// Creates the controller.
-    public init(accounts: Accounts) {
-        self.accounts = accounts
-    }
 
     struct DeletionResponse: ResponseEncodable {
         var deleted: Bool
@@ -25,7 +20,7 @@ public struct AccountController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.delete, "/v1/account", .endsSession, use: delete)
     }
 

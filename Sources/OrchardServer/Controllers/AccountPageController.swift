@@ -1,14 +1,14 @@
-public import Accounts
-public import Foundation
+import Accounts
+import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 
 /// `GET /account`: the hosted account page of the web flow, rendered for the session cookie (or bearer) it comes with.
 ///
 /// A session that was ended (`session_revoked`, e.g. by Apple) shows the signed-out state with the reason, and a
 /// cookie-authenticated one also gets `Clear-Site-Data` and an expired cookie, as every cookie-authenticated
 /// `session_revoked` does.
-public struct AccountPageController<Context: RequestContext>: Sendable {
+struct AccountPageController<Context: RequestContext>: Sendable {
     let accounts: Accounts
     let webFlowEnabled: Bool
     let appleOrigin: String?
@@ -20,7 +20,7 @@ public struct AccountPageController<Context: RequestContext>: Sendable {
     ///   - webFlowEnabled: Whether `APPLE_REDIRECT_URI` is set.
     ///   - appleBaseURL: Where the "Sign in with Apple" form's redirect leads (allowed by the page's CSP).
     ///   - random: For the CSP nonce.
-    public init(accounts: Accounts, webFlowEnabled: Bool, appleBaseURL: URL, random: any RandomSource) {
+    init(accounts: Accounts, webFlowEnabled: Bool, appleBaseURL: URL, random: any RandomSource) {
         self.accounts = accounts
         self.webFlowEnabled = webFlowEnabled
         self.appleOrigin = CookieSessionMiddleware<Context>.normalizedOrigin(appleBaseURL.absoluteString)
@@ -28,7 +28,7 @@ public struct AccountPageController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the route.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.get, "/account", use: show)
     }
 

@@ -1,17 +1,12 @@
-public import Accounts
+import Accounts
 import AppleID
 import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 
 /// `POST /v1/auth/apple/nonce` and `POST /v1/auth/apple`: native sign-in.
-public struct AuthController<Context: RequestContext>: Sendable {
+struct AuthController<Context: RequestContext>: Sendable {
     let accounts: Accounts
-
-    /// Creates the controller.
-    public init(accounts: Accounts) {
-        self.accounts = accounts
-    }
 
     /// The body of `POST /v1/auth/apple`.
     struct SignInBody: Decodable {
@@ -73,7 +68,7 @@ public struct AuthController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.post, "/v1/auth/apple/nonce", .anonymous, use: issueNonce)
         routes.add(.post, "/v1/auth/apple", .anonymous, use: signIn)
     }

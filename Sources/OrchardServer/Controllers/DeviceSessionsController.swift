@@ -1,16 +1,11 @@
-public import Accounts
+import Accounts
 import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 
 /// `GET /v1/sessions`, `DELETE /v1/sessions/{id}` and `DELETE /v1/sessions`: a user's sessions on their devices.
-public struct DeviceSessionsController<Context: RequestContext>: Sendable {
+struct DeviceSessionsController<Context: RequestContext>: Sendable {
     let accounts: Accounts
-
-    /// Creates the controller.
-    public init(accounts: Accounts) {
-        self.accounts = accounts
-    }
 
     struct SessionsResponse: ResponseEncodable {
         struct Session: Encodable {
@@ -47,7 +42,7 @@ public struct DeviceSessionsController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.get, "/v1/sessions", .session, use: list)
         routes.add(.delete, "/v1/sessions/{id}", .session, use: end)
         routes.add(.delete, "/v1/sessions", .session, use: endOthers)

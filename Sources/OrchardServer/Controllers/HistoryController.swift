@@ -1,15 +1,10 @@
 public import Accounts
 import Foundation
-public import Hummingbird
+import Hummingbird
 
 /// `GET /v1/account/events`: the account's history, newest first, a page at a time.
-public struct HistoryController<Context: RequestContext>: Sendable {
+struct HistoryController<Context: RequestContext>: Sendable {
     let accounts: Accounts
-
-    /// Creates the controller.
-    public init(accounts: Accounts) {
-        self.accounts = accounts
-    }
 
     struct EventsResponse: ResponseEncodable {
         var events: [HistoryEventDTO]
@@ -17,7 +12,7 @@ public struct HistoryController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the route.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.get, "/v1/account/events", .session, use: list)
     }
 

@@ -1,23 +1,18 @@
-public import Accounts
+import Accounts
 import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 
 /// `POST /v1/apple/notifications`: Apple's server-to-server notifications. Answers 200 only once the event is stored.
-public struct NotificationController<Context: RequestContext>: Sendable {
+struct NotificationController<Context: RequestContext>: Sendable {
     let notifications: NotificationReceiver
-
-    /// Creates the controller.
-    public init(notifications: NotificationReceiver) {
-        self.notifications = notifications
-    }
 
     struct Body: Decodable {
         var payload: String
     }
 
     /// Adds the routes.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.post, "/v1/apple/notifications", use: receive)
     }
 

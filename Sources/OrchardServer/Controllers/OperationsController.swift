@@ -1,26 +1,20 @@
-public import Accounts
+import Accounts
 import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 import NIOCore
-public import Prometheus
+import Prometheus
 
 /// `/health/live`, `/health/ready`, `/metrics` and `/openapi.yaml`.
-public struct OperationsController<Context: RequestContext>: Sendable {
+struct OperationsController<Context: RequestContext>: Sendable {
     let accounts: Accounts
     let registry: PrometheusCollectorRegistry
+    /// Whether this listener serves `/metrics` (not with `ORCHARD_METRICS_PORT`).
     let servesMetrics: Bool
-
-    /// Creates the controller.
-    public init(accounts: Accounts, registry: PrometheusCollectorRegistry, servesMetrics: Bool = true) {
-        self.accounts = accounts
-        self.registry = registry
-        self.servesMetrics = servesMetrics
-    }
 
     /// Adds the routes; `/metrics` only when this listener serves it (not with `ORCHARD_METRICS_PORT`: then it is an
     /// unknown path here, `404 not_found`).
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.get, "/health/live", use: live)
         routes.add(.get, "/health/ready", use: ready)
         routes.add(.get, "/openapi.yaml", use: openAPI)

@@ -1,16 +1,11 @@
-public import Accounts
+import Accounts
 import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 
 /// `GET /v1/session` and `DELETE /v1/session`.
-public struct SessionController<Context: RequestContext>: Sendable {
+struct SessionController<Context: RequestContext>: Sendable {
     let accounts: Accounts
-
-    /// Creates the controller.
-    public init(accounts: Accounts) {
-        self.accounts = accounts
-    }
 
     struct SessionResponse: ResponseEncodable {
         struct Session: Encodable {
@@ -41,7 +36,7 @@ public struct SessionController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.get, "/v1/session", .session, use: show)
         routes.add(.delete, "/v1/session", .endsSession, use: signOut)
     }

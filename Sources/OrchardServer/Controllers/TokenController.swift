@@ -1,21 +1,15 @@
-public import Accounts
+import Accounts
 import AppleID
 import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 
 /// `POST /v1/session/token`, `GET /.well-known/jwks.json` and `GET /.well-known/openid-configuration`: signed access
 /// tokens for the app's other backends, and the keys that verify them.
-public struct TokenController<Context: RequestContext>: Sendable {
+struct TokenController<Context: RequestContext>: Sendable {
     let tokens: AccessTokens
     /// Where this server is reached, for the discovery document's `jwks_uri`.
     let publicBase: String
-
-    /// Creates the controller.
-    public init(tokens: AccessTokens, publicBase: String) {
-        self.tokens = tokens
-        self.publicBase = publicBase
-    }
 
     struct TokenResponse: ResponseEncodable {
         var accessToken: String
@@ -42,7 +36,7 @@ public struct TokenController<Context: RequestContext>: Sendable {
     }
 
     /// Adds the routes.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.post, "/v1/session/token", .session, use: issue)
         routes.add(.get, "/.well-known/jwks.json", use: keySet)
         routes.add(.get, "/.well-known/openid-configuration", use: discovery)

@@ -1,49 +1,30 @@
-public import Accounts
-public import AppleID
-public import Foundation
+import Accounts
+import AppleID
+import Foundation
 import HTTPTypes
-public import Hummingbird
+import Hummingbird
 import Logging
 
 /// The web flow: `GET /v1/auth/apple/authorize` sends the browser to Apple, `POST /v1/auth/apple/callback` takes
 /// Apple's cross-site form post back and signs the user in with the same operation as `POST /v1/auth/apple`.
 ///
 /// Without `APPLE_REDIRECT_URI` both answer `404 web_flow_disabled`.
-public struct WebFlowController<Context: RequestContext>: Sendable {
+struct WebFlowController<Context: RequestContext>: Sendable {
     let accounts: Accounts
     let states: WebFlowStates
+    /// `APPLE_REDIRECT_URI`; `nil` turns the web flow off.
     let redirectURI: URL?
+    /// The Services ID the web flow authorizes with (``OrchardConfiguration/webClientID``).
     let webClientID: String?
+    /// Where Apple's `/auth/authorize` is.
     let appleBaseURL: URL
     let clock: any WallClock
 
     /// The callback's path, fixed by the contract.
     public static var callbackPath: String { "/v1/auth/apple/callback" }
 
-    /// Creates the controller.
-    ///
-    /// - Parameters:
-    ///   - redirectURI: `APPLE_REDIRECT_URI`; `nil` turns the web flow off.
-    ///   - webClientID: The Services ID the web flow authorizes with (``OrchardConfiguration/webClientID``).
-    ///   - appleBaseURL: Where Apple's `/auth/authorize` is.
-    public init(
-        accounts: Accounts,
-        states: WebFlowStates,
-        redirectURI: URL?,
-        webClientID: String?,
-        appleBaseURL: URL,
-        clock: any WallClock
-    ) {
-        self.accounts = accounts
-        self.states = states
-        self.redirectURI = redirectURI
-        self.webClientID = webClientID
-        self.appleBaseURL = appleBaseURL
-        self.clock = clock
-    }
-
     /// Adds the routes.
-    public func addRoutes(to routes: OrchardRoutes<Context>) {
+    func addRoutes(to routes: OrchardRoutes<Context>) {
         routes.add(.get, "/v1/auth/apple/authorize", .anonymous, use: authorize)
         routes.add(.post, Self.callbackPath, .webFlowCallback, use: callback)
     }
