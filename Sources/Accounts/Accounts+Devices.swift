@@ -6,7 +6,23 @@ extension Accounts {
     /// The live sessions of the account behind `token`, newest first, with the asking one marked ``DeviceSession/current``.
     public func deviceSessions(token: String) async throws(AccountsError) -> [DeviceSession] {
         let (caller, account) = try await liveSession(token: token)
-        let sessions = try await storing { try await store.liveSessions(accountID: account.id, now: clock.now()) }
+        return try await deviceSessions(accountID: account.id, caller: caller)
+    }
+
+    /// Everything the account page shows for the session behind `token`, from one session lookup: the account, its
+    /// sessions and its last `activity` events.
+    public func overview(token: String, activity: Int) async throws(AccountsError) -> AccountOverview {
+        let (caller, account) = try await liveSession(token: token)
+        recordSeen(caller, accountID: account.id)
+        return AccountOverview(
+            account: try sealing.view(of: account),
+            sessions: try await deviceSessions(accountID: account.id, caller: caller),
+            activity: try await history(accountID: account.id, before: nil, limit: activity).events
+        )
+    }
+
+    private func deviceSessions(accountID: String, caller: SessionRecord) async throws(AccountsError) -> [DeviceSession] {
+        let sessions = try await storing { try await store.liveSessions(accountID: accountID, now: clock.now()) }
         var shown: [DeviceSession] = []
         for session in sessions {
             shown.append(
@@ -28,7 +44,7 @@ extension Accounts {
     /// - Throws: `not_found` when the account has no live session with that id (another account's is no different).
     public func endSession(token: String, id: String) async throws(AccountsError) {
         let (caller, account) = try await liveSession(token: token)
-        guard Self.isSessionID(id) else { throw AccountsError(.notFound, "no live session with that id") }
+        guard OpaqueID.isSessionID(id) else { throw AccountsError(.notFound, "no live session with that id") }
         // Ending one's own session from the list is a sign-out here; any other is a sign-out from another device.
         let cause: SignOutCause = id == caller.id ? .user : .otherDevice
         let ended = try await storing {
@@ -43,15 +59,6 @@ extension Accounts {
         return try await storing {
             try await store.endOtherSessions(accountID: account.id, keepingTokenHash: caller.tokenHash, reason: .signedOut, at: clock.now())
         }
-    }
-
-    /// Whether `id` has the shape of a session id: `sess_` and 32 lowercase hex digits.
-    static func isSessionID(_ id: String) -> Bool {
-        let utf8 = id.utf8
-        return utf8.count == 37 && id.hasPrefix("sess_")
-            && utf8.dropFirst(5).allSatisfy {
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
-            }
     }
 
     /// Records the session check in the session's `last_seen_at`, once a minute at most: the minute of `now`, written
@@ -76,4 +83,14 @@ extension Accounts {
             throw AccountsError(.storageUnavailable, "a device label of session \(session.id) cannot be opened with the configured vault keys")
         }
     }
+}
+
+/// What the account page shows: the account, its live sessions and its latest events.
+public struct AccountOverview: Sendable {
+    /// The account.
+    public var account: AccountView
+    /// Its live sessions, newest first, the asking one marked current.
+    public var sessions: [DeviceSession]
+    /// Its latest events, newest first.
+    public var activity: [HistoryEntry]
 }

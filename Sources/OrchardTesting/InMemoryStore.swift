@@ -40,7 +40,7 @@ public final class InMemoryStore: Sendable {
         /// Adds the `signed_out` event of the session with `tokenHash`.
         mutating func signedOut(_ tokenHash: String, cause: SignOutCause, at: Date) {
             guard let session = sessions[tokenHash] else { return }
-            let id = "evt_" + session.id.dropFirst(5) + "x"
+            let id = HistoryEvent.signedOutID(sessionID: session.id)
             add([HistoryEvent(id: id, accountID: session.accountID, kind: .signedOut, occurredAt: at, sessionID: session.id, reason: cause.rawValue)])
         }
     }

@@ -1,3 +1,4 @@
+import AppleIDEmulator
 import Foundation
 import NIOHTTP1
 import OrchardServer
@@ -76,6 +77,26 @@ struct RouteSpellingTests {
             let answer = try await RawHTTP.send(port: h.server.port, "DELETE", "//v1//auth/apple/nonce/")
             #expect(answer.status == 405)
             #expect(answer.header("Allow") == "POST")
+        }
+    }
+
+    @Test("GET /v1/account/events: every spelling that reaches the route asks for a session and shows only its own account's events")
+    func historyWhateverTheSpelling() async throws {
+        try await OrchardHarness.with { h in
+            let token = try await h.signUp(h.emulator.makeUser())
+            _ = try await h.signUp(h.emulator.makeUser())
+            let port = h.server.port
+            var reached = 0
+            for spelling in Self.spellings("/v1/account/events") {
+                let anonymous = try await RawHTTP.send(port: port, "GET", spelling)
+                #expect([401, 404].contains(anonymous.status), "GET \(spelling) answered \(anonymous.status) without a session")
+                let answer = try await RawHTTP.send(port: port, "GET", spelling + "?limit=5", headers: [("Authorization", "Bearer \(token)")])
+                #expect([200, 404].contains(answer.status), "GET \(spelling) answered \(answer.status)")
+                guard answer.status == 200 else { continue }
+                reached += 1
+                #expect(answer.text.components(separatedBy: "\"signed_in\"").count == 2, "one event, the caller's own sign-in")
+            }
+            #expect(reached >= 4, "the empty-segment spellings reach the route")
         }
     }
 }

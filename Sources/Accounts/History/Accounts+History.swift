@@ -19,7 +19,7 @@ extension Accounts {
     /// A page of an account's history, for an operator (`orchard accounts history`).
     public func history(accountID: String, before: String?, limit: Int) async throws(AccountsError) -> HistoryPage {
         guard Self.historyPageLimit.contains(limit) else { throw AccountsError(.invalidRequest, "limit must be 1 to 100") }
-        if let before, !Self.isEventID(before) { throw AccountsError(.invalidRequest, "before must be the next cursor of a page") }
+        if let before, !OpaqueID.isEventID(before) { throw AccountsError(.invalidRequest, "before must be the next cursor of a page") }
         // One more than asked tells whether an older page exists.
         let events = try await storing { try await store.history(accountID: accountID, before: before, limit: limit + 1) }
         var entries: [HistoryEntry] = []
@@ -36,15 +36,6 @@ extension Accounts {
             )
         }
         return HistoryPage(events: entries, next: events.count > limit ? entries.last?.id : nil)
-    }
-
-    /// Whether `id` has the shape of an event id: `evt_` and at most 80 letters, digits or underscores.
-    static func isEventID(_ id: String) -> Bool {
-        id.hasPrefix("evt_") && id.utf8.count <= 84
-            && id.utf8.dropFirst(4).allSatisfy { byte in
-                (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                    || byte == UInt8(ascii: "_")
-            }
     }
 
     private func openDevice(_ event: HistoryEvent) throws(AccountsError) -> String? {

@@ -60,6 +60,15 @@ extension HistoryEvent {
 }
 
 extension HistoryEvent {
+    /// The id of the `signed_out` event of the session `sessionID` (`sess_` and 32 hex digits): its random part, as a
+    /// session ends once. The SQL store writes the same id in SQL (``signedOutIDSQL``).
+    public static func signedOutID(sessionID: String) -> String {
+        "evt_" + sessionID.dropFirst(5) + "x"
+    }
+
+    /// ``signedOutID(sessionID:)`` as an SQL expression over a `sessions` row's `id`.
+    public static let signedOutIDSQL = "'evt_' || substr(id, 6) || 'x'"
+
     /// The account's app transfer completed; an account completes one transfer, so its id names the account.
     public static func transferred(accountID: String, at: Date) -> HistoryEvent {
         HistoryEvent(

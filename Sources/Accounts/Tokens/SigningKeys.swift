@@ -80,8 +80,9 @@ public final class SigningKeys: Sendable {
         self.configuration = configuration
     }
 
-    var schedule: (([SigningKeyRecord]) -> KeySchedule) {
-        { [configuration] in KeySchedule(keys: $0, ttl: configuration.ttl, lifetime: configuration.keyLifetime) }
+    /// The schedule of `keys` under this configuration's lifetimes.
+    func schedule(_ keys: [SigningKeyRecord]) -> KeySchedule {
+        KeySchedule(keys: keys, ttl: configuration.ttl, lifetime: configuration.keyLifetime)
     }
 
     /// The JSON Web Key Set of the published keys (`{"keys": [...]}`), from memory.
@@ -105,11 +106,12 @@ public final class SigningKeys: Sendable {
         let now = clock.now()
         let schedule = schedule(keys)
         return schedule.keys.reversed().map { key in
-            KeyInfo(
+            let state = schedule.state(of: key, at: now)
+            return KeyInfo(
                 id: key.id,
                 // A retired key whose tokens have all expired is still "retired" (the contract's four states), its
                 // `published_until` in the past, until it is deleted a day later.
-                state: schedule.state(of: key, at: now) == .expired ? .retired : schedule.state(of: key, at: now),
+                state: state == .expired ? .retired : state,
                 createdAt: key.createdAt,
                 usedFrom: key.activatesAt,
                 publishedUntil: key.withdrawnAt ?? schedule.publishedUntil(key, at: now)

@@ -41,9 +41,8 @@ struct AccountPageController<Context: RequestContext>: Sendable {
         var notice = request.uri.queryParameters["error"].map { Self.notice(forError: String($0)) }
         if let credential = request.sessionToken {
             do {
-                account = try await accounts.session(token: credential.token).account
-                sessions = try await accounts.deviceSessions(token: credential.token)
-                activity = try await accounts.history(token: credential.token, before: nil, limit: 20).events
+                let overview = try await accounts.overview(token: credential.token, activity: 20)
+                (account, sessions, activity) = (overview.account, overview.sessions, overview.activity)
                 notice = nil
             } catch {
                 switch error.code {

@@ -45,7 +45,7 @@ extension SQLAccountStore: RetentionStore {
                 try await db.raw(
                     """
                     INSERT INTO account_events (\(unsafeRaw: Self.eventColumns))
-                    SELECT 'evt_' || substr(id, 6) || 'x', account_id, 'signed_out', 'expired', id, NULL, expires_at
+                    SELECT \(unsafeRaw: HistoryEvent.signedOutIDSQL), account_id, 'signed_out', 'expired', id, NULL, expires_at
                     FROM sessions WHERE id IN (\(binds: ids))
                     ON CONFLICT (id) DO NOTHING
                     """

@@ -22,12 +22,7 @@ public struct SQLAccountStore: AccountStore {
         """
 
     /// ``accountColumns`` read from the alias `a`, each under its own name.
-    static let qualifiedAccountColumns = accountColumns.split(separator: ",")
-        .map { column in
-            let name = column.trimmingCharacters(in: .whitespacesAndNewlines)
-            return "a." + name + " AS " + name
-        }
-        .joined(separator: ", ")
+    static let qualifiedAccountColumns = qualified(accountColumns, table: "a")
 
     /// Stores an issued nonce by its hash.
     public func insertNonce(hash: String, expiresAt: Date) async throws {
