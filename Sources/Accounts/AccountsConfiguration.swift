@@ -67,18 +67,23 @@ public struct Deadlines: Sendable {
     public var webhookAttempt: Duration
     /// A fetch of Apple's signing keys.
     public var appleKeyFetch: Duration
+    /// The longest Apple's notification endpoint holds a notification back while processing is behind
+    /// (``InboxBackpressure``).
+    public var notificationHold: Duration
 
     /// The contract's deadlines, with those given changed.
     public init(
         revocationWait: Duration = .seconds(5),
         appleCall: Duration = .seconds(10),
         webhookAttempt: Duration = .seconds(10),
-        appleKeyFetch: Duration = .seconds(10)
+        appleKeyFetch: Duration = .seconds(10),
+        notificationHold: Duration = .seconds(2)
     ) {
         self.revocationWait = revocationWait
         self.appleCall = appleCall
         self.webhookAttempt = webhookAttempt
         self.appleKeyFetch = appleKeyFetch
+        self.notificationHold = notificationHold
     }
 }
 

@@ -32,6 +32,10 @@ public struct Lifecycle: Sendable {
     /// Access tokens for the app's other backends, and their signing keys.
     public let accessTokens: AccessTokens
 
+    /// How many notifications this process may have stored ahead of processing before Apple's endpoint holds the next
+    /// one back: two of the handler's batches, one being processed and one gathering.
+    public static let inboxRoom = 2 * 1024
+
     /// Assembles the parts over `store`.
     public init(
         store: any Store,
@@ -41,12 +45,14 @@ public struct Lifecycle: Sendable {
         random: any RandomSource = SystemRandomSource(),
         configuration: AccountsConfiguration = AccountsConfiguration(),
         deadlines: Deadlines = Deadlines(),
+        inboxRoom: Int = Lifecycle.inboxRoom,
         metrics: any MetricsFactory = MetricsSystem.factory
     ) {
         let engine = JobEngine(clock: clock, metrics: metrics)
         let wakeups = JobWakeups()
         let webhooks = WebhookFanout(urls: configuration.webhookURLs, random: random)
         let audit = AuditDigests(store: store)
+        let backpressure = InboxBackpressure(room: inboxRoom, longestWait: deadlines.notificationHold, metrics: metrics)
         func revocations(deadline: Duration) -> RevocationHandler {
             RevocationHandler(
                 store: store,
@@ -93,7 +99,8 @@ public struct Lifecycle: Sendable {
             audit: audit,
             clock: clock,
             metrics: metrics,
-            wakeups: wakeups
+            wakeups: wakeups,
+            backpressure: backpressure
         )
         self.transfer = AppTransfer(
             store: store,
@@ -118,7 +125,8 @@ public struct Lifecycle: Sendable {
                 clockLeeway: configuration.clockLeeway,
                 retryPolicy: configuration.retryPolicy
             ),
-            metrics: metrics
+            metrics: metrics,
+            backpressure: backpressure
         )
         self.validationHandler = RefreshValidationHandler(
             schedule: store,

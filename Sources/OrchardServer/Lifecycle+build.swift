@@ -100,6 +100,7 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
         random: dependencies.random,
         configuration: configuration.accounts,
         deadlines: dependencies.deadlines,
+        inboxRoom: dependencies.inboxRoom,
         metrics: dependencies.metrics
     )
     return (lifecycle, store)

@@ -34,6 +34,9 @@ public struct OrchardDependencies: Sendable {
     public var jobTick: Duration? = .seconds(1)
     /// How long calls out may take: the contract's deadlines (a test may change them; they are no setting).
     public var deadlines = Deadlines()
+    /// How many notifications may be stored ahead of processing before the endpoint holds the next one back
+    /// (``Lifecycle/inboxRoom``; a test may make it small: it is no setting).
+    public var inboxRoom = Lifecycle.inboxRoom
 
     /// Creates the dependencies.
     public init(

@@ -83,9 +83,16 @@ public final class OrchardHarness: Sendable {
         wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 },
         jobs: JobDriving = .background,
         deadlines: Deadlines = Deadlines(),
+        inboxRoom: Int = Lifecycle.inboxRoom,
         _ body: (OrchardHarness) async throws -> Void
     ) async throws {
-        let harness = try await start(configure: configure, wrapDatabase: wrapDatabase, jobs: jobs, deadlines: deadlines)
+        let harness = try await start(
+            configure: configure,
+            wrapDatabase: wrapDatabase,
+            jobs: jobs,
+            deadlines: deadlines,
+            inboxRoom: inboxRoom
+        )
         do {
             try await body(harness)
             try await harness.checkLogsHoldNoSecrets()
@@ -97,12 +104,13 @@ public final class OrchardHarness: Sendable {
     }
 
     /// Starts the emulator and Orchard, on the test database or on what `wrapDatabase` makes of it, with the
-    /// contract's deadlines unless a test changes them.
+    /// contract's deadlines and the production inbox room unless a test changes them.
     public static func start(
         configure: @Sendable (inout OrchardConfiguration) -> Void = { _ in },
         wrapDatabase: @Sendable (any DatabaseClient) -> any DatabaseClient = { $0 },
         jobs: JobDriving = .background,
-        deadlines: Deadlines = Deadlines()
+        deadlines: Deadlines = Deadlines(),
+        inboxRoom: Int = Lifecycle.inboxRoom
     ) async throws -> OrchardHarness {
         let clock = TestWallClock(Date())
         let clientKey = AppleEmulatorConfiguration.makeClientKey()
@@ -153,6 +161,7 @@ public final class OrchardHarness: Sendable {
             )
             if jobs == .byTest { dependencies.jobTick = nil }
             dependencies.deadlines = deadlines
+            dependencies.inboxRoom = inboxRoom
             let built = try await buildApplication(
                 dependencies,
                 onServerRunning: onServerRunning

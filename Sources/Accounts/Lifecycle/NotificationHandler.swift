@@ -27,6 +27,8 @@ public struct NotificationHandler: JobHandler {
     let random: any RandomSource
     let policy: Policy
     let metrics: any MetricsFactory
+    /// Told what each pass claimed and finished, so that the endpoint stores no faster than processing clears.
+    let backpressure: InboxBackpressure
 
     /// The kind.
     public var kind: JobKind { .notifications }
@@ -43,8 +45,9 @@ public struct NotificationHandler: JobHandler {
 
     /// Claims due, unprocessed notifications, in the order they arrived.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [InboxEntry] {
-        try await inbox.claimNotifications(now: now, leaseUntil: leaseUntil, limit: limit)
-            .sorted { ($0.receivedAt, $0.jti) < ($1.receivedAt, $1.jti) }
+        let claimed = try await inbox.claimNotifications(now: now, leaseUntil: leaseUntil, limit: limit)
+        backpressure.claimed(claimed.count, limit: limit)
+        return claimed.sorted { ($0.receivedAt, $0.jti) < ($1.receivedAt, $1.jti) }
     }
 
     /// Acts on most of a batch in a few statements, in rounds: the first notification of each subject, then the second,
@@ -144,6 +147,7 @@ public struct NotificationHandler: JobHandler {
     /// Marks the finished notifications processed and releases the others, in one transaction.
     public func complete(_ results: [JobResult<InboxEntry, String>], at now: Date) async throws {
         try await inbox.completeNotifications(results, at: now)
+        backpressure.processed(results.count)
     }
 
     /// The notification's `jti`.

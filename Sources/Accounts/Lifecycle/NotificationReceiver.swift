@@ -6,7 +6,7 @@ import Synchronization
 
 /// Apple's server-to-server notification endpoint's half of the lifecycle: verifies a notification and stores it in the
 /// inbox; the ``NotificationHandler`` acts on it in the background. Kept to the minimum the contract asks of the
-/// endpoint: a signature check, a digest and one insert.
+/// endpoint: a signature check, a digest and one insert, held back while processing is behind (``InboxBackpressure``).
 public struct NotificationReceiver: Sendable {
     let inbox: any NotificationInbox
     let apple: any AppleGateway
@@ -15,6 +15,8 @@ public struct NotificationReceiver: Sendable {
     let clock: any WallClock
     let metrics: any MetricsFactory
     let wakeups: JobWakeups
+    /// Holds a notification back while processing is behind.
+    let backpressure: InboxBackpressure
     /// The last arrival time stamped for each subject recently, in milliseconds: a subject's notifications stored by
     /// this process arrive at least a millisecond apart, so that the handler acts on them in the order they came (the
     /// inbox keeps milliseconds; two in one millisecond would otherwise tie).
@@ -49,6 +51,7 @@ public struct NotificationReceiver: Sendable {
             Counter(label: "orchard_notifications_total", dimensions: [("outcome", "invalid")], factory: metrics).increment()
             throw AccountsError(.notificationInvalid, "the notification failed verification (\(mapped.code.rawValue))")
         }
+        await backpressure.admit()
         let event = notification.events
         let now = clock.now()
         let inserted = try await storing {
@@ -70,7 +73,10 @@ public struct NotificationReceiver: Sendable {
             inserted ? "notification stored" : "duplicate notification ignored",
             metadata: ["notification.jti": "\(notification.jti)", "notification.type": "\(event.type.rawValue)"]
         )
-        if inserted { wakeups.notify(.notifications) }
+        if inserted {
+            backpressure.stored()
+            wakeups.notify(.notifications)
+        }
         return inserted
     }
 }
