@@ -36,7 +36,7 @@ struct PreparedSQLDatabase: SQLDatabase {
         guard !binds.isEmpty else {
             // BEGIN, COMMIT, SET LOCAL and the like: no plan to keep.
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger) {
-                onRow(row.sql())
+                onRow(PostgresSQLRow(row))
             }
             return
         }
@@ -57,7 +57,7 @@ struct PreparedSQLDatabase: SQLDatabase {
             // A batch's statement: its parsing is spread over its rows, and a name per list length would keep up to a
             // batch's size of plans on every connection.
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger) {
-                onRow(row.sql())
+                onRow(PostgresSQLRow(row))
             }
             return
         }
@@ -65,7 +65,7 @@ struct PreparedSQLDatabase: SQLDatabase {
         try await NamedStatement.$text.withValue(text) {
             do {
                 for try await row in try await connection.execute(NamedStatement(bindings: bindings), logger: logger) {
-                    onRow(row.sql())
+                    onRow(PostgresSQLRow(row))
                 }
             } catch let error as PSQLError where Self.poisonsConnection(error) {
                 // postgres-nio keeps a failed preparation for good on its connection, and PostgreSQL refuses a cached
