@@ -39,20 +39,16 @@ final class InboxBackpressure: Sendable {
 
     /// Returns when there is room, or after ``longestWait``.
     func admit() async {
-        let id: Int? = state.withLock { state in
-            guard state.outstanding >= room else { return nil }
-            state.nextWaiter += 1
-            return state.nextWaiter
-        }
-        guard let id else { return }
+        guard state.withLock({ $0.outstanding >= room }) else { return }
         await withCheckedContinuation { continuation in
-            let waits = state.withLock { state in
-                guard state.outstanding >= room else { return false }
-                state.waiters[id] = Waiter(continuation: continuation)
+            let id: Int? = state.withLock { state in
+                guard state.outstanding >= room else { return nil }
+                state.nextWaiter += 1
+                state.waiters[state.nextWaiter] = Waiter(continuation: continuation)
                 held.record(state.waiters.count)
-                return true
+                return state.nextWaiter
             }
-            guard waits else { return continuation.resume() }
+            guard let id else { return continuation.resume() }
             let timer = Task { [longestWait] in
                 try? await Task.sleep(for: longestWait)
                 if !Task.isCancelled { self.timeOut(id) }
@@ -86,23 +82,25 @@ final class InboxBackpressure: Sendable {
 
     /// Resumes every waiter when there is room.
     private func releaseIfRoom() {
-        resume(
-            state.withLock { state in
-                guard state.outstanding < room, !state.waiters.isEmpty else { return [] }
-                defer { state.waiters = [:] }
-                return Array(state.waiters.values)
-            }
-        )
+        let released = state.withLock { state -> [Waiter] in
+            guard state.outstanding < room, !state.waiters.isEmpty else { return [] }
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        resume(released, stillHeld: 0)
     }
 
     /// Resumes one waiter whose ``longestWait`` is over.
     private func timeOut(_ id: Int) {
-        resume(state.withLock { state in state.waiters.removeValue(forKey: id).map { [$0] } ?? [] })
+        let (released, stillHeld) = state.withLock { state in
+            (state.waiters.removeValue(forKey: id).map { [$0] } ?? [], state.waiters.count)
+        }
+        resume(released, stillHeld: stillHeld)
     }
 
-    private func resume(_ waiters: [Waiter]) {
+    private func resume(_ waiters: [Waiter], stillHeld: Int) {
         guard !waiters.isEmpty else { return }
-        held.record(state.withLock { $0.waiters.count })
+        held.record(stillHeld)
         for waiter in waiters {
             waiter.timer?.cancel()
             waiter.continuation.resume()
