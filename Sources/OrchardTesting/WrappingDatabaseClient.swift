@@ -15,7 +15,7 @@ extension WrappingDatabaseClient {
     public func session(
         tokenHash: String,
         mayRemember: Bool,
-        read: () async throws -> SessionWithAccount?
+        read: ([String]) async throws -> [SessionWithAccount]
     ) async throws -> SessionWithAccount? {
         try await base.session(tokenHash: tokenHash, mayRemember: mayRemember, read: read)
     }

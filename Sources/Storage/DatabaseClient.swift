@@ -25,11 +25,12 @@ public protocol DatabaseClient: Sendable {
     /// Closes the connections.
     func close() async
     /// The session behind `tokenHash` as `read` finds it in the database, or, when `mayRemember` and this replica
-    /// remembers it (PostgreSQL's session memory, docs/replicas-postgresql.md), as last read within a second.
+    /// remembers it (PostgreSQL's session memory, docs/replicas-postgresql.md), as last read within a second. `read`
+    /// reads the sessions of the token hashes it is given: PostgreSQL reads concurrent checks together.
     func session(
         tokenHash: String,
         mayRemember: Bool,
-        read: () async throws -> SessionWithAccount?
+        read: ([String]) async throws -> [SessionWithAccount]
     ) async throws -> SessionWithAccount?
     /// Runs `change`, a transaction that ends `target`'s sessions, once no replica answers for them from memory.
     func endingSessions<T: Sendable>(
@@ -41,13 +42,13 @@ public protocol DatabaseClient: Sendable {
 }
 
 extension DatabaseClient {
-    /// Reads the database: one process remembers nothing.
+    /// Reads the database, for this check alone: one process remembers nothing.
     public func session(
         tokenHash: String,
         mayRemember: Bool,
-        read: () async throws -> SessionWithAccount?
+        read: ([String]) async throws -> [SessionWithAccount]
     ) async throws -> SessionWithAccount? {
-        try await read()
+        try await read([tokenHash]).first
     }
 
     /// The change's transaction: nobody else remembers sessions.

@@ -99,4 +99,44 @@ struct SessionTests {
             }
         }
     }
+
+    @Test("concurrent checks of many users each answer their own account; an ended and an unknown token among them are refused")
+    func concurrentChecks() async throws {
+        try await OrchardHarness.with { h in
+            var subs: [String: String] = [:]
+            for _ in 0..<12 {
+                let user = h.emulator.makeUser()
+                subs[try await h.signUp(user)] = user.sub
+            }
+            let ended = try await h.signUp(h.emulator.makeUser())
+            #expect(try await h.request(.DELETE, "/v1/session", bearer: ended).status == 204)
+            let tokens = Array(subs.keys) + [ended, "unknown-token"]
+            let answers = try await withThrowingTaskGroup(of: (String, Int, String?, String?).self) { group in
+                for _ in 0..<4 {
+                    for token in tokens.shuffled() {
+                        group.addTask {
+                            let answer = try await h.request(.GET, "/v1/session", bearer: token)
+                            let sub = (answer.json["account"] as? [String: Any])?["apple_sub"] as? String
+                            return (token, answer.status, answer.code, sub)
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(answers.count == tokens.count * 4)
+            for (token, status, code, sub) in answers {
+                switch token {
+                case ended:
+                    #expect(status == 401)
+                    #expect(code == "session_revoked")
+                case "unknown-token":
+                    #expect(status == 401)
+                    #expect(code == "session_invalid")
+                default:
+                    #expect(status == 200)
+                    #expect(sub == subs[token], "a check answered another user's account")
+                }
+            }
+        }
+    }
 }

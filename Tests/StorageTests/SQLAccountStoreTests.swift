@@ -4,8 +4,9 @@ import Foundation
 import Logging
 import OrchardTesting
 import SQLKit
-import Storage
 import Testing
+
+@testable import Storage
 
 /// One conformance suite for every Storage implementation: each test runs on SQLite and, when a test cluster is
 /// reachable, on PostgreSQL.
@@ -31,12 +32,25 @@ import Testing
         }
     }
 
-    /// Records the first sign-in of account `acct_1` (subject hash `s`) at `now`, with session `t1` for 60 s.
-    func signInFirstAccount(_ store: SQLAccountStore, at now: Date) async throws {
+    /// Records the first sign-in of an account (`acct_1` with subject hash `s` unless told) at `now`, with its session
+    /// (`t1` unless told) for 60 s.
+    func signInFirstAccount(
+        _ store: SQLAccountStore,
+        at now: Date,
+        id: String = "acct_1",
+        subjectHash: String = "s",
+        tokenHash: String = "t1"
+    ) async throws {
         _ = try await store.recordSignIn(
-            account: AccountRecord.fixture(id: "acct_1", subjectHash: "s", at: now),
+            account: AccountRecord.fixture(id: id, subjectHash: subjectHash, at: now),
             isNew: true,
-            session: SessionRecord(id: "sess_t1", tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
+            session: SessionRecord(
+                id: "sess_\(tokenHash)",
+                tokenHash: tokenHash,
+                accountID: id,
+                createdAt: now,
+                expiresAt: now.addingTimeInterval(60)
+            ),
             history: [],
             revocationIfGone: nil,
             completesTransfer: nil
@@ -199,6 +213,19 @@ import Testing
             // An ended session is seen ended by the very next read.
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: now))
             #expect(try await store.session(tokenHash: "t1", recent: false)?.session.endReason == .signedOut)
+        }
+    }
+
+    @Test("one read of several token hashes finds each session with its own account, and nothing for an unknown one", arguments: Self.backends)
+    func severalSessions(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { store, _ in
+            let now = Date(timeIntervalSince1970: 1_790_000_000)
+            try await signInFirstAccount(store, at: now)
+            try await signInFirstAccount(store, at: now, id: "acct_2", subjectHash: "s2", tokenHash: "t2")
+            let found = try await store.sessions(tokenHashes: ["t2", "unknown", "t1"])
+            #expect(Set(found.map { "\($0.session.tokenHash)=\($0.account?.id ?? "")" }) == ["t1=acct_1", "t2=acct_2"])
+            #expect(try await store.sessions(tokenHashes: ["t2"]).map(\.account?.id) == ["acct_2"])
+            #expect(try await store.sessions(tokenHashes: ["unknown", "other"]).isEmpty)
         }
     }
 

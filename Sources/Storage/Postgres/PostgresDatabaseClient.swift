@@ -24,6 +24,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
     let operationDeadline: Duration?
     /// This process's part in the replicas' session protocol.
     let coherence: SessionCoherence
+    /// The session checks reading the database now and those waiting to read together.
+    let sessionReads: SessionReads
 
     /// Always ``DatabaseFlavor/postgres``.
     public var flavor: DatabaseFlavor { .postgres }
@@ -33,9 +35,11 @@ public final class PostgresDatabaseClient: DatabaseClient {
         runner: Task<Void, Never>,
         logger: Logger,
         operationDeadline: Duration?,
-        coherence: SessionCoherence
+        coherence: SessionCoherence,
+        sessionReads: SessionReads
     ) {
         self.coherence = coherence
+        self.sessionReads = sessionReads
         self.client = client
         self.runner = runner
         self.logger = logger
@@ -45,7 +49,14 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// The same pool with no deadline: a migration building an index on a large table, or a replica waiting for another's
     /// migration lock, may rightly take longer than any request should. Closing either closes the pool.
     public var withoutDeadline: any DatabaseClient {
-        PostgresDatabaseClient(client: client, runner: runner, logger: logger, operationDeadline: nil, coherence: coherence)
+        PostgresDatabaseClient(
+            client: client,
+            runner: runner,
+            logger: logger,
+            operationDeadline: nil,
+            coherence: coherence,
+            sessionReads: sessionReads
+        )
     }
 
     /// Connects a pool to `url` (`postgres://USER:PASS@HOST:PORT/DB?sslmode=disable|prefer|require`).
@@ -142,7 +153,8 @@ public final class PostgresDatabaseClient: DatabaseClient {
             runner: runner,
             logger: logger,
             operationDeadline: operationDeadline,
-            coherence: coherence
+            coherence: coherence,
+            sessionReads: SessionReads()
         )
     }
 
@@ -204,14 +216,17 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// Nothing to do at once: PostgreSQL keeps deleted rows until vacuum and old pages in its WAL (see docs/deletion.md).
     public func purgeDeletedData() async throws {}
 
-    /// The session from this replica's memory when it may answer for it (docs/replicas-postgresql.md), else from `read`.
+    /// The session from this replica's memory when it may answer for it (docs/replicas-postgresql.md), else from `read`
+    /// with the checks that arrive while others read (``SessionReads``).
     public func session(
         tokenHash: String,
         mayRemember: Bool,
-        read: () async throws -> SessionWithAccount?
+        read: ([String]) async throws -> [SessionWithAccount]
     ) async throws -> SessionWithAccount? {
-        guard mayRemember else { return try await read() }
-        return try await coherence.session(tokenHash: tokenHash, read: read)
+        guard mayRemember else { return try await sessionReads.session(tokenHash: tokenHash, read: read) }
+        return try await coherence.session(tokenHash: tokenHash) {
+            try await sessionReads.session(tokenHash: tokenHash, read: read)
+        }
     }
 
     /// Runs `change` once every replica that answers from memory has stopped answering for `target`'s sessions, and

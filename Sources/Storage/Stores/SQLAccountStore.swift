@@ -174,12 +174,16 @@ public struct SQLAccountStore: AccountStore {
     /// The session with this token hash and its account's shown fields: one indexed read over both primary keys,
     /// without Apple's sealed tokens (the session check's read, which `Benchmarks/run` measures).
     public func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount? {
-        try await database.session(tokenHash: tokenHash, mayRemember: recent) { try await readSession(tokenHash) }
+        try await database.session(tokenHash: tokenHash, mayRemember: recent) { try await sessions(tokenHashes: $0) }
     }
 
-    /// The session and its account, from the database.
-    private func readSession(_ tokenHash: String) async throws -> SessionWithAccount? {
-        try await database.read(
+    /// The sessions with these token hashes and their accounts, from the database (PostgreSQL binds the list as one
+    /// array, so that the statement is prepared once for any length).
+    func sessions(tokenHashes: [String]) async throws -> [SessionWithAccount] {
+        let matching: SQLQueryString =
+            database.flavor == .postgres && tokenHashes.count > 1
+            ? "s.token_hash = ANY(\(bind: tokenHashes))" : "s.token_hash IN (\(binds: tokenHashes))"
+        return try await database.read(
             """
             SELECT \(unsafeRaw: Self.sessionColumns), a.id AS id, a.sealed_subject AS sealed_subject,
                 a.sealed_email AS sealed_email, a.is_private_email AS is_private_email,
@@ -187,9 +191,9 @@ public struct SQLAccountStore: AccountStore {
                 a.apple_credential AS apple_credential, a.last_validated_at AS last_validated_at,
                 a.created_at AS created_at, a.client_id AS client_id, a.org_id AS org_id, a.email_verified AS email_verified
             FROM sessions s LEFT JOIN accounts a ON a.id = s.account_id
-            WHERE s.token_hash = \(bind: tokenHash)
+            WHERE \(matching)
             """
-        ).first.map { row in
+        ).map { row in
             SessionWithAccount(session: try Self.session(from: row), account: try row.decodeNil(column: "id") ? nil : try Self.sealedView(from: row))
         }
     }

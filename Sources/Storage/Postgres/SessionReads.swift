@@ -1,0 +1,103 @@
+import Accounts
+import Synchronization
+
+/// Session checks that go to the database, read together: while ``mostReading`` reads are running, the checks that
+/// arrive wait, and the next read takes them all (up to ``mostPerRead``) in one statement.
+///
+/// Nothing is answered from an older read: a check's token hash is taken into a read only after the check arrived, so a
+/// change committed before it arrived is seen. A check that finds a read slot free reads at once; one that waits is
+/// either answered by the read that took it or handed the slot to lead the next read itself, so no task is started
+/// here. A read's failure is every check's in it. `Benchmarks/run --start-postgres` ("cache off") measures it.
+final class SessionReads: Sendable {
+    /// Reads that may run at once.
+    let mostReading: Int
+    /// Token hashes one read takes at most.
+    let mostPerRead: Int
+
+    private enum Turn: Sendable {
+        /// The read that took this check answered it.
+        case answered(Result<SessionWithAccount?, any Error>)
+        /// A read slot passed to this check: it leads the next read.
+        case lead
+    }
+
+    private struct Waiting {
+        let tokenHash: String
+        let continuation: CheckedContinuation<Turn, Never>
+    }
+
+    private struct State {
+        var reading = 0
+        var waiting: [Waiting] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Checks waiting to read.
+    var waitingCount: Int { state.withLock { $0.waiting.count } }
+
+    init(mostReading: Int = 2, mostPerRead: Int = 64) {
+        self.mostReading = mostReading
+        self.mostPerRead = mostPerRead
+    }
+
+    /// The session behind `tokenHash`, from a read that began after this call: `read` reads the sessions of the token
+    /// hashes it is given (the ones it finds), and runs for this check and any that wait with it.
+    func session(
+        tokenHash: String,
+        read: ([String]) async throws -> [SessionWithAccount]
+    ) async throws -> SessionWithAccount? {
+        let leads = state.withLock { state in
+            guard state.reading < mostReading, state.waiting.isEmpty else { return false }
+            state.reading += 1
+            return true
+        }
+        if !leads {
+            let turn = await withCheckedContinuation { continuation in
+                let leadsNow = state.withLock { state in
+                    guard state.reading < mostReading else {
+                        state.waiting.append(Waiting(tokenHash: tokenHash, continuation: continuation))
+                        return false
+                    }
+                    state.reading += 1
+                    return true
+                }
+                if leadsNow { continuation.resume(returning: .lead) }
+            }
+            if case .answered(let result) = turn { return try result.get() }
+        }
+        return try await lead(tokenHash, read: read).get()
+    }
+
+    /// Reads `tokenHash` with the checks waiting, answers them, and passes the read slot to the next waiting check, or
+    /// frees it.
+    private func lead(
+        _ tokenHash: String,
+        read: ([String]) async throws -> [SessionWithAccount]
+    ) async -> Result<SessionWithAccount?, any Error> {
+        let taken = state.withLock { state in
+            let count = min(state.waiting.count, mostPerRead - 1)
+            defer { state.waiting.removeFirst(count) }
+            return Array(state.waiting.prefix(count))
+        }
+        let found: Result<[String: SessionWithAccount], any Error>
+        do {
+            let sessions = try await read([tokenHash] + taken.map(\.tokenHash))
+            found = .success(Dictionary(sessions.map { ($0.session.tokenHash, $0) }, uniquingKeysWith: { first, _ in first }))
+        } catch {
+            found = .failure(error)
+        }
+        for waiting in taken {
+            waiting.continuation.resume(returning: .answered(found.map { $0[waiting.tokenHash] }))
+        }
+        let next = state.withLock { state -> Waiting? in
+            guard !state.waiting.isEmpty else {
+                state.reading -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        next?.continuation.resume(returning: .lead)
+        return found.map { $0[tokenHash] }
+    }
+}

@@ -1,0 +1,125 @@
+import Accounts
+import OrchardTesting
+import Synchronization
+import Testing
+
+@testable import Storage
+
+/// How PostgreSQL's session checks read together, without a database: which token hashes each read is given, and what
+/// each check is answered.
+@Suite("Session reads: checks that arrive while others read are read together, never by a read that began before them")
+struct SessionReadsTests {
+    /// A read that records the token hashes it was given and waits until the test opens it.
+    final class HeldReads: Sendable {
+        private struct State {
+            var calls: [[String]] = []
+            var held: [CheckedContinuation<Void, Never>] = []
+        }
+
+        private let state = Mutex(State())
+        /// The token hashes that fail a read they are in.
+        let failing: Set<String>
+
+        init(failing: Set<String> = []) {
+            self.failing = failing
+        }
+
+        var calls: [[String]] { state.withLock { $0.calls } }
+        var heldCount: Int { state.withLock { $0.held.count } }
+
+        func read(_ tokenHashes: [String]) async throws -> [SessionWithAccount] {
+            await withCheckedContinuation { continuation in
+                state.withLock {
+                    $0.calls.append(tokenHashes)
+                    $0.held.append(continuation)
+                }
+            }
+            if !failing.isDisjoint(with: tokenHashes) { throw StoreError.unavailable("the read failed") }
+            return tokenHashes.filter { $0 != "unknown" }.map { SessionMemoryTests.live($0) }
+        }
+
+        /// Lets the oldest held read answer.
+        func openOne() {
+            state.withLock { $0.held.removeFirst() }.resume()
+        }
+    }
+
+    /// Starts a check of `tokenHash` and waits until it reads or waits to read.
+    static func check(
+        _ tokenHash: String,
+        _ reads: SessionReads,
+        _ held: HeldReads,
+        waiting: Int
+    ) async -> Task<SessionWithAccount?, any Error> {
+        let task = Task { try await reads.session(tokenHash: tokenHash, read: held.read) }
+        #expect(await eventually { reads.waitingCount == waiting || held.calls.joined().contains(tokenHash) })
+        return task
+    }
+
+    @Test("checks that arrive during a read wait for the next, which takes them in arrival order, at most mostPerRead at once")
+    func readTogether() async throws {
+        let reads = SessionReads(mostReading: 1, mostPerRead: 3)
+        let held = HeldReads()
+        let first = await Self.check("a", reads, held, waiting: 0)
+        #expect(await eventually { held.calls == [["a"]] })
+        var later: [String: Task<SessionWithAccount?, any Error>] = [:]
+        for (index, tokenHash) in ["b", "c", "unknown", "d", "e"].enumerated() {
+            later[tokenHash] = await Self.check(tokenHash, reads, held, waiting: index + 1)
+        }
+        #expect(held.calls == [["a"]], "nothing read beside a read when one read may run")
+
+        held.openOne()
+        #expect(try await first.value?.session.tokenHash == "a")
+        #expect(await eventually { held.calls.count == 2 })
+        #expect(held.calls[1] == ["b", "c", "unknown"], "the next read leads with the oldest waiting check")
+        held.openOne()
+        #expect(await eventually { held.calls.count == 3 })
+        #expect(held.calls[2] == ["d", "e"])
+        held.openOne()
+        for (tokenHash, task) in later {
+            let answer = try await task.value
+            #expect(answer?.session.tokenHash == (tokenHash == "unknown" ? nil : tokenHash), "\(tokenHash)")
+        }
+        #expect(reads.waitingCount == 0)
+
+        // With the reads done, the next check reads at once, alone.
+        let alone = await Self.check("f", reads, held, waiting: 0)
+        #expect(await eventually { held.calls.count == 4 })
+        #expect(held.calls[3] == ["f"])
+        held.openOne()
+        #expect(try await alone.value?.session.tokenHash == "f")
+    }
+
+    @Test("a failed read fails only the checks it took; a check that waited reads next, after the failure")
+    func failureStaysInItsRead() async throws {
+        let reads = SessionReads(mostReading: 1, mostPerRead: 64)
+        let held = HeldReads(failing: ["a"])
+        let first = await Self.check("a", reads, held, waiting: 0)
+        let second = await Self.check("b", reads, held, waiting: 1)
+        held.openOne()
+        await #expect(throws: StoreError.self) { try await first.value }
+        #expect(await eventually { held.calls.count == 2 })
+        #expect(held.calls == [["a"], ["b"]], "the waiting check was not in the failed read")
+        held.openOne()
+        #expect(try await second.value?.session.tokenHash == "b")
+    }
+
+    @Test("while fewer than mostReading reads run, a check reads at once beside them")
+    func readsBeside() async throws {
+        let reads = SessionReads(mostReading: 2, mostPerRead: 64)
+        let held = HeldReads()
+        let first = await Self.check("a", reads, held, waiting: 0)
+        let second = await Self.check("b", reads, held, waiting: 0)
+        #expect(await eventually { held.heldCount == 2 })
+        #expect(held.calls == [["a"], ["b"]])
+        let third = await Self.check("c", reads, held, waiting: 1)
+        held.openOne()
+        held.openOne()
+        #expect(await eventually { held.calls.count == 3 })
+        #expect(held.calls[2] == ["c"])
+        held.openOne()
+        #expect(try await first.value?.session.tokenHash == "a")
+        #expect(try await second.value?.session.tokenHash == "b")
+        #expect(try await third.value?.session.tokenHash == "c")
+    }
+}
