@@ -24,8 +24,6 @@ public final class PostgresDatabaseClient: DatabaseClient {
     let operationDeadline: Duration?
     /// This process's part in the replicas' session protocol.
     let coherence: SessionCoherence
-    /// The session checks reading the database now and those waiting to read together.
-    let sessionReads: SessionReads
 
     /// Always ``DatabaseFlavor/postgres``.
     public var flavor: DatabaseFlavor { .postgres }
@@ -35,11 +33,9 @@ public final class PostgresDatabaseClient: DatabaseClient {
         runner: Task<Void, Never>,
         logger: Logger,
         operationDeadline: Duration?,
-        coherence: SessionCoherence,
-        sessionReads: SessionReads
+        coherence: SessionCoherence
     ) {
         self.coherence = coherence
-        self.sessionReads = sessionReads
         self.client = client
         self.runner = runner
         self.logger = logger
@@ -49,14 +45,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
     /// The same pool with no deadline: a migration building an index on a large table, or a replica waiting for another's
     /// migration lock, may rightly take longer than any request should. Closing either closes the pool.
     public var withoutDeadline: any DatabaseClient {
-        PostgresDatabaseClient(
-            client: client,
-            runner: runner,
-            logger: logger,
-            operationDeadline: nil,
-            coherence: coherence,
-            sessionReads: sessionReads
-        )
+        PostgresDatabaseClient(client: client, runner: runner, logger: logger, operationDeadline: nil, coherence: coherence)
     }
 
     /// Connects a pool to `url` (`postgres://USER:PASS@HOST:PORT/DB?sslmode=disable|prefer|require`).
@@ -153,8 +142,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
             runner: runner,
             logger: logger,
             operationDeadline: operationDeadline,
-            coherence: coherence,
-            sessionReads: SessionReads()
+            coherence: coherence
         )
     }
 
@@ -223,10 +211,7 @@ public final class PostgresDatabaseClient: DatabaseClient {
         mayRemember: Bool,
         read: ([String]) async throws -> [SessionWithAccount]
     ) async throws -> SessionWithAccount? {
-        guard mayRemember else { return try await sessionReads.session(tokenHash: tokenHash, read: read) }
-        return try await coherence.session(tokenHash: tokenHash) {
-            try await sessionReads.session(tokenHash: tokenHash, read: read)
-        }
+        try await coherence.session(tokenHash: tokenHash, mayRemember: mayRemember, read: read)
     }
 
     /// Runs `change` once every replica that answers from memory has stopped answering for `target`'s sessions, and

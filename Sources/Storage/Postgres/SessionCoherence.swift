@@ -47,6 +47,8 @@ final class SessionCoherence: Sendable {
     let role: SessionCacheRole
     /// The memory of an answering replica.
     let memory: SessionMemory?
+    /// The checks reading the database now and those waiting to read together.
+    let reads = SessionReads()
     /// This process, as the origin of its announcements.
     let processID: String
     let connect: @Sendable () async throws -> PostgresConnection
@@ -89,12 +91,14 @@ final class SessionCoherence: Sendable {
 
     // MARK: Reads
 
-    /// The session behind `tokenHash`: from memory when this replica may answer for it, else from `read`, remembered.
+    /// The session behind `tokenHash`: from memory when `mayRemember` and this replica may answer for it, else from
+    /// `read` with the checks that arrive while others read (``SessionReads``), remembered.
     func session(
         tokenHash: String,
-        read: () async throws -> SessionWithAccount?
+        mayRemember: Bool,
+        read: ([String]) async throws -> [SessionWithAccount]
     ) async throws -> SessionWithAccount? {
-        guard let memory else { return try await read() }
+        guard mayRemember, let memory else { return try await reads.session(tokenHash: tokenHash, read: read) }
         startListening()
         if let remembered = memory.lookup(tokenHash) {
             hits.increment()
@@ -102,7 +106,7 @@ final class SessionCoherence: Sendable {
         }
         misses.increment()
         let epoch = memory.epoch
-        let value = try await read()
+        let value = try await reads.session(tokenHash: tokenHash, read: read)
         if let value { memory.remember(tokenHash, value, readAt: epoch) }
         return value
     }
