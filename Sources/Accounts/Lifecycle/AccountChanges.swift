@@ -67,17 +67,7 @@ public final class AccountChanges: Sendable {
         condition: ChangeCondition?,
         at now: Date
     ) async throws -> AccountChangeOutcome {
-        try await apply(
-            AccountChange(
-                accountID: accountID,
-                action: .setEmailForwarding(forwarding),
-                webhooks: webhooks.deliveries(.emailForwardingChanged, accountID: accountID, at: now, emailForwarding: forwarding),
-                history: [forwardingEvent(accountID: accountID, forwarding, at: now)],
-                completesNotification: completesNotification,
-                condition: condition,
-                at: now
-            )
-        )
+        try await apply(forwardingChange(accountID, forwarding, completesNotification, condition, at: now))
     }
 
     /// Sets the email forwarding of several accounts, each completing its notification, in one transaction; an
@@ -87,25 +77,29 @@ public final class AccountChanges: Sendable {
         at now: Date
     ) async throws -> [AccountChangeOutcome] {
         let outcomes = try await store.applyForwardingChanges(
-            changes.map { change in
-                AccountChange(
-                    accountID: change.accountID,
-                    action: .setEmailForwarding(change.forwarding),
-                    webhooks: webhooks.deliveries(
-                        .emailForwardingChanged,
-                        accountID: change.accountID,
-                        at: now,
-                        emailForwarding: change.forwarding
-                    ),
-                    history: [forwardingEvent(accountID: change.accountID, change.forwarding, at: now)],
-                    completesNotification: change.completesNotification,
-                    condition: change.condition,
-                    at: now
-                )
-            }
+            changes.map { forwardingChange($0.accountID, $0.forwarding, $0.completesNotification, $0.condition, at: now) }
         )
         if outcomes.contains(where: { if case .applied = $0 { true } else { false } }) { wakeups.notify(.webhooks) }
         return outcomes
+    }
+
+    /// An email forwarding change with its webhooks and history.
+    private func forwardingChange(
+        _ accountID: String,
+        _ forwarding: EmailForwarding,
+        _ completesNotification: String?,
+        _ condition: ChangeCondition?,
+        at now: Date
+    ) -> AccountChange {
+        AccountChange(
+            accountID: accountID,
+            action: .setEmailForwarding(forwarding),
+            webhooks: webhooks.deliveries(.emailForwardingChanged, accountID: accountID, at: now, emailForwarding: forwarding),
+            history: [forwardingEvent(accountID: accountID, forwarding, at: now)],
+            completesNotification: completesNotification,
+            condition: condition,
+            at: now
+        )
     }
 
     /// Ends every session of an account and marks its Apple credential revoked, with `account.credential_revoked`, if
