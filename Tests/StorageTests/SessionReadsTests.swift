@@ -70,7 +70,7 @@ struct SessionReadsTests {
         let reads = SessionReads(mostReading: 2, slowRead: .seconds(3_600), mostPerRead: 3)
         let held = HeldReads()
         let first = await Self.check("a", reads, held, waiting: 0)
-        #expect(await eventually(timeout: 30) { !held.calls.isEmpty })
+        try #require(await eventually(timeout: 30) { !held.calls.isEmpty })
         #expect(held.calls == [["a"]])
         var later: [String: Task<SessionWithAccount?, any Error>] = [:]
         for (index, tokenHash) in ["b", "c", "unknown", "d", "e"].enumerated() {
@@ -80,10 +80,10 @@ struct SessionReadsTests {
 
         held.openOne()
         #expect(try await first.value?.session.tokenHash == "a")
-        #expect(await eventually(timeout: 30) { held.calls.count >= 2 })
+        try #require(await eventually(timeout: 30) { held.calls.count >= 2 })
         #expect(held.calls[1] == ["b", "c", "unknown"], "the next read leads with the oldest waiting check")
         held.openOne()
-        #expect(await eventually(timeout: 30) { held.calls.count >= 3 })
+        try #require(await eventually(timeout: 30) { held.calls.count >= 3 })
         #expect(held.calls[2] == ["d", "e"])
         held.openAll()
         for (tokenHash, task) in later {
@@ -94,7 +94,7 @@ struct SessionReadsTests {
 
         // With the reads done, the next check reads at once, alone.
         let alone = await Self.check("f", reads, held, waiting: 0)
-        #expect(await eventually(timeout: 30) { held.calls.count >= 4 })
+        try #require(await eventually(timeout: 30) { held.calls.count >= 4 })
         #expect(held.calls[3] == ["f"])
         held.openAll()
         #expect(try await alone.value?.session.tokenHash == "f")
@@ -108,7 +108,7 @@ struct SessionReadsTests {
         let second = await Self.check("b", reads, held, waiting: 1)
         held.openOne()
         await #expect(throws: StoreError.self) { try await first.value }
-        #expect(await eventually(timeout: 30) { held.calls.count >= 2 })
+        try #require(await eventually(timeout: 30) { held.calls.count >= 2 })
         #expect(held.calls == [["a"], ["b"]], "the waiting check was not in the failed read")
         held.openAll()
         #expect(try await second.value?.session.tokenHash == "b")
@@ -120,12 +120,12 @@ struct SessionReadsTests {
         let held = HeldReads()
         let first = await Self.check("a", reads, held, waiting: 0)
         let second = await Self.check("b", reads, held, waiting: 0)
-        #expect(await eventually(timeout: 30) { held.heldCount >= 2 })
+        try #require(await eventually(timeout: 30) { held.heldCount >= 2 })
         #expect(held.calls == [["a"], ["b"]])
         let third = await Self.check("c", reads, held, waiting: 1)
         held.openOne()
         held.openOne()
-        #expect(await eventually(timeout: 30) { held.calls.count >= 3 })
+        try #require(await eventually(timeout: 30) { held.calls.count >= 3 })
         #expect(held.calls[2] == ["c"])
         held.openAll()
         #expect(try await first.value?.session.tokenHash == "a")

@@ -6,9 +6,10 @@ import Synchronization
 ///
 /// Nothing is answered from an older read: a check's token hash is taken into a read only after the check arrived, so a
 /// change committed before it arrived is seen. A check that finds no read running reads at once; so does one that
-/// finds the latest read running for longer than ``slowRead`` (a stalled connection holds only the checks in its
-/// read), up to ``mostReading`` reads. A check that waits is either answered by the read that took it or handed the
-/// slot to lead the next read itself, so no task is started here. A read's failure is every check's in it.
+/// finds the latest read running for longer than ``slowRead``, up to ``mostReading`` reads, and takes the checks
+/// waiting then along (so a stalled connection holds the checks waiting behind it until the next check arrives, or
+/// until the operation deadline ends its read). A check that waits is either answered by the read that took it or
+/// handed the slot to lead the next read itself, so no task is started here. A read's failure is every check's in it.
 /// `Benchmarks/run --start-postgres` ("cache off") measures it: one read at a time shares each round trip among more
 /// checks than two did, for less of serve's CPU per check.
 final class SessionReads: Sendable {
@@ -40,6 +41,13 @@ final class SessionReads: Sendable {
         func mayStart(_ reads: SessionReads) -> Bool {
             reading == 0 || (reading < reads.mostReading && ContinuousClock.now - latestStart >= reads.slowRead)
         }
+
+        /// A read is about to start: counted, and the latest from now, so that no check starts another beside it
+        /// before this one has had ``slowRead`` to answer.
+        mutating func starting() {
+            reading += 1
+            latestStart = .now
+        }
     }
 
     private let state = Mutex(State())
@@ -48,6 +56,7 @@ final class SessionReads: Sendable {
     var waitingCount: Int { state.withLock { $0.waiting.count } }
 
     init(mostReading: Int = 4, slowRead: Duration = .milliseconds(50), mostPerRead: Int = 64) {
+        precondition(mostReading >= 1 && mostPerRead >= 1, "a read slot and a check per read at least")
         self.mostReading = mostReading
         self.slowRead = slowRead
         self.mostPerRead = mostPerRead
@@ -61,7 +70,7 @@ final class SessionReads: Sendable {
     ) async throws -> SessionWithAccount? {
         let leads = state.withLock { state in
             guard state.waiting.isEmpty, state.mayStart(self) else { return false }
-            state.reading += 1
+            state.starting()
             return true
         }
         if !leads {
@@ -71,7 +80,7 @@ final class SessionReads: Sendable {
                         state.waiting.append(Waiting(tokenHash: tokenHash, continuation: continuation))
                         return false
                     }
-                    state.reading += 1
+                    state.starting()
                     return true
                 }
                 if leadsNow { continuation.resume(returning: .lead) }
@@ -106,6 +115,7 @@ final class SessionReads: Sendable {
                 state.reading -= 1
                 return nil
             }
+            state.latestStart = .now
             return state.waiting.removeFirst()
         }
         next?.continuation.resume(returning: .lead)
