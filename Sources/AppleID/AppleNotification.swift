@@ -6,7 +6,7 @@ public import Foundation
 /// as Apple does.
 public struct AppleNotification: Codable, Sendable, Equatable {
     /// `iss`: `https://appleid.apple.com` for a genuine notification.
-    public var iss: String
+    public var iss: String = AppleTokenVerifier.appleIssuer
     /// `aud`: the client id the notification is about (one endpoint may serve several).
     public var aud: String
     /// `iat`: when Apple issued it.
@@ -18,27 +18,13 @@ public struct AppleNotification: Codable, Sendable, Equatable {
     /// `events`: what happened.
     public var events: AppleNotificationEvent
 
-    /// Creates a notification, e.g. for an emulator that sends them.
-    public init(
-        iss: String = AppleTokenVerifier.appleIssuer,
-        aud: String,
-        iat: Date,
-        exp: Date,
-        jti: String,
-        events: AppleNotificationEvent
-    ) {
-        self.iss = iss
-        self.aud = aud
-        self.iat = iat
-        self.exp = exp
-        self.jti = jti
-        self.events = events
-    }
-
     private enum CodingKeys: String, CodingKey {
         case iss, aud, iat, exp, jti, events
     }
 
+}
+
+extension AppleNotification {
     /// Reads the claims; `events` may be a JSON string holding the object, or the object itself.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

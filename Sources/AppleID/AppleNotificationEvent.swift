@@ -18,27 +18,15 @@ public struct AppleNotificationEvent: Codable, Sendable, Equatable {
     /// When it happened.
     public var eventTime: Date { Date(timeIntervalSince1970: Double(eventTimeMilliseconds) / 1000) }
 
-    /// Creates an event, e.g. for an emulator that sends notifications.
-    public init(
-        type: AppleNotificationType,
-        sub: Redacted<String>,
-        eventTimeMilliseconds: Int,
-        email: Redacted<String>? = nil,
-        isPrivateEmail: Bool? = nil
-    ) {
-        self.type = type
-        self.sub = sub
-        self.eventTimeMilliseconds = eventTimeMilliseconds
-        self.email = email
-        self.isPrivateEmail = isPrivateEmail
-    }
-
     private enum CodingKeys: String, CodingKey {
         case type, sub, email
         case eventTime = "event_time"
         case isPrivateEmail = "is_private_email"
     }
 
+}
+
+extension AppleNotificationEvent {
     /// Reads the event as Apple sends it.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)

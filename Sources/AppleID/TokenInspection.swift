@@ -47,14 +47,7 @@ public struct TokenInspection: Sendable, Equatable {
         /// How it ended.
         public let outcome: Outcome
         /// The error code verification would fail with, for a failed check.
-        public let code: AppleIDError.Code?
-
-        /// Creates a check result.
-        public init(name: CheckName, outcome: Outcome, code: AppleIDError.Code? = nil) {
-            self.name = name
-            self.outcome = outcome
-            self.code = code
-        }
+        public var code: AppleIDError.Code?
     }
 
     /// What the token is; `nil` when it could not be decoded.
@@ -77,31 +70,6 @@ public struct TokenInspection: Sendable, Equatable {
     public let evaluatedAt: Date
     /// Every check, in ``CheckName`` order.
     public let checks: [Check]
-
-    /// Creates a report.
-    public init(
-        kind: Kind?,
-        keyID: String?,
-        algorithm: String?,
-        issuer: String?,
-        audience: String?,
-        issuedAt: Date?,
-        expiresAt: Date?,
-        notificationType: AppleNotificationType?,
-        evaluatedAt: Date,
-        checks: [Check]
-    ) {
-        self.kind = kind
-        self.keyID = keyID
-        self.algorithm = algorithm
-        self.issuer = issuer
-        self.audience = audience
-        self.issuedAt = issuedAt
-        self.expiresAt = expiresAt
-        self.notificationType = notificationType
-        self.evaluatedAt = evaluatedAt
-        self.checks = checks
-    }
 
     /// True when no check failed (skipped checks do not count against it).
     public var passed: Bool {

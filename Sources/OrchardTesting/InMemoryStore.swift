@@ -137,24 +137,18 @@ extension InMemoryStore: AccountStore {
     }
 
     /// Creates or updates the account and adds the session.
-    public func recordSignIn(
-        account: AccountRecord,
-        isNew: Bool,
-        session: SessionRecord,
-        history: [HistoryEvent],
-        revocationIfGone: RevocationJob?,
-        completesTransfer: TransferCompletion?
-    ) async throws -> Bool {
-        try tables.withLock { tables in
-            if isNew {
+    public func recordSignIn(_ signIn: SignInRecord) async throws -> Bool {
+        let (account, session) = (signIn.account, signIn.session)
+        return try tables.withLock { tables in
+            if signIn.isNew {
                 guard !tables.accounts.values.contains(where: { $0.subjectHash == account.subjectHash }) else { throw StoreError.conflict }
             } else if tables.accounts[account.id] == nil {
-                if let job = revocationIfGone { tables.revocations[job.id] = job }
+                if let job = signIn.revocationIfGone { tables.revocations[job.id] = job }
                 return false
             }
             tables.accounts[account.id] = account
             tables.sessions[session.tokenHash] = session
-            tables.add(history)
+            tables.add(signIn.history)
             return true
         }
     }

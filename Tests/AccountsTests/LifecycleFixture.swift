@@ -1,8 +1,9 @@
 import Accounts
-import AppleID
 import Foundation
 import Logging
 import OrchardTesting
+
+@testable import AppleID
 
 /// A lifecycle over the in-memory store, a scripted Apple and a test clock: the lifecycle's decisions, in milliseconds
 /// and without a database.

@@ -1,6 +1,7 @@
-import Accounts
 import Foundation
 import Testing
+
+@testable import Accounts
 
 @Suite("webhook event bodies")
 struct WebhookEventTests {

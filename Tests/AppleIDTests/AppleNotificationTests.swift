@@ -1,7 +1,8 @@
-import AppleID
 import Foundation
 import OrchardTesting
 import Testing
+
+@testable import AppleID
 
 @Suite("Server-to-server notifications")
 struct AppleNotificationTests {

@@ -1,8 +1,9 @@
-import Accounts
 import Foundation
 import OrchardTesting
 import Storage
 import Testing
+
+@testable import Accounts
 
 extension SQLAccountStoreTests {
     @Test(
@@ -23,12 +24,12 @@ extension SQLAccountStoreTests {
                     expiresAt: now.addingTimeInterval(600)
                 )
                 _ = try await store.recordSignIn(
-                    account: record,
-                    isNew: true,
-                    session: session,
-                    history: [],
-                    revocationIfGone: nil,
-                    completesTransfer: nil
+                    SignInRecord(
+                        account: record,
+                        isNew: true,
+                        session: session,
+                        history: []
+                    )
                 )
             }
             try await signIn("acct_victim", due: -60)

@@ -1,4 +1,3 @@
-import Accounts
 import AppleID
 import Foundation
 import Logging
@@ -6,6 +5,7 @@ import OrchardTesting
 import SQLKit
 import Testing
 
+@testable import Accounts
 @testable import Storage
 
 /// One conformance suite for every Storage implementation: each test runs on SQLite and, when a test cluster is
@@ -42,18 +42,18 @@ import Testing
         tokenHash: String = "t1"
     ) async throws {
         _ = try await store.recordSignIn(
-            account: AccountRecord.fixture(id: id, subjectHash: subjectHash, at: now),
-            isNew: true,
-            session: SessionRecord(
-                id: "sess_\(tokenHash)",
-                tokenHash: tokenHash,
-                accountID: id,
-                createdAt: now,
-                expiresAt: now.addingTimeInterval(60)
-            ),
-            history: [],
-            revocationIfGone: nil,
-            completesTransfer: nil
+            SignInRecord(
+                account: AccountRecord.fixture(id: id, subjectHash: subjectHash, at: now),
+                isNew: true,
+                session: SessionRecord(
+                    id: "sess_\(tokenHash)",
+                    tokenHash: tokenHash,
+                    accountID: id,
+                    createdAt: now,
+                    expiresAt: now.addingTimeInterval(60)
+                ),
+                history: []
+            )
         )
     }
 
@@ -123,28 +123,34 @@ import Testing
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let first = AccountRecord.fixture(id: "acct_1", subjectHash: "same", at: now)
             _ = try await store.recordSignIn(
-                account: first,
-                isNew: true,
-                session: SessionRecord(id: "sess_t1", tokenHash: "t1", accountID: "acct_1", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                history: [],
-                revocationIfGone: nil,
-                completesTransfer: nil
+                SignInRecord(
+                    account: first,
+                    isNew: true,
+                    session: SessionRecord(
+                        id: "sess_t1",
+                        tokenHash: "t1",
+                        accountID: "acct_1",
+                        createdAt: now,
+                        expiresAt: now.addingTimeInterval(60)
+                    ),
+                    history: []
+                )
             )
             let second = AccountRecord.fixture(id: "acct_2", subjectHash: "same", at: now)
             await #expect(throws: StoreError.conflict) {
                 _ = try await store.recordSignIn(
-                    account: second,
-                    isNew: true,
-                    session: SessionRecord(
-                        id: "sess_t2",
-                        tokenHash: "t2",
-                        accountID: "acct_2",
-                        createdAt: now,
-                        expiresAt: now.addingTimeInterval(60)
-                    ),
-                    history: [],
-                    revocationIfGone: nil,
-                    completesTransfer: nil
+                    SignInRecord(
+                        account: second,
+                        isNew: true,
+                        session: SessionRecord(
+                            id: "sess_t2",
+                            tokenHash: "t2",
+                            accountID: "acct_2",
+                            createdAt: now,
+                            expiresAt: now.addingTimeInterval(60)
+                        ),
+                        history: []
+                    )
                 )
             }
             #expect(try await store.session(tokenHash: "t2", recent: false) == nil)
@@ -172,12 +178,19 @@ import Testing
                 createdAt: now
             )
             let recorded = try await store.recordSignIn(
-                account: gone,
-                isNew: false,
-                session: SessionRecord(id: "sess_t9", tokenHash: "t9", accountID: "acct_gone", createdAt: now, expiresAt: now.addingTimeInterval(60)),
-                history: [],
-                revocationIfGone: job,
-                completesTransfer: nil
+                SignInRecord(
+                    account: gone,
+                    isNew: false,
+                    session: SessionRecord(
+                        id: "sess_t9",
+                        tokenHash: "t9",
+                        accountID: "acct_gone",
+                        createdAt: now,
+                        expiresAt: now.addingTimeInterval(60)
+                    ),
+                    history: [],
+                    revocationIfGone: job
+                )
             )
             #expect(!recorded)
             #expect(try await store.session(tokenHash: "t9", recent: false) == nil)

@@ -1,10 +1,10 @@
-import Accounts
 import Foundation
 import Logging
 import OrchardTesting
 import SQLKit
 import Testing
 
+@testable import Accounts
 @testable import Storage
 
 /// Two replicas' pools on one PostgreSQL database, each answering session checks from memory: a session one of them
@@ -46,18 +46,18 @@ struct SessionCoherenceTests {
         let now = Date()
         for (index, token) in tokens.enumerated() {
             _ = try await store.recordSignIn(
-                account: .fixture(id: account, subjectHash: "hash-\(account)", at: now),
-                isNew: index == 0,
-                session: SessionRecord(
-                    id: "sess_\(token)",
-                    tokenHash: token,
-                    accountID: account,
-                    createdAt: now,
-                    expiresAt: now.addingTimeInterval(3_600)
-                ),
-                history: [],
-                revocationIfGone: nil,
-                completesTransfer: nil
+                SignInRecord(
+                    account: .fixture(id: account, subjectHash: "hash-\(account)", at: now),
+                    isNew: index == 0,
+                    session: SessionRecord(
+                        id: "sess_\(token)",
+                        tokenHash: token,
+                        accountID: account,
+                        createdAt: now,
+                        expiresAt: now.addingTimeInterval(3_600)
+                    ),
+                    history: []
+                )
             )
         }
     }

@@ -1,14 +1,14 @@
-public import AppleID
+import AppleID
 public import Foundation
 public import Logging
-public import Metrics
+import Metrics
 
 /// The changes the lifecycle makes to an account after its sign-in: Apple's email forwarding, a credential Apple
 /// ended, and the one deletion. Each is one transaction of the store's (``AccountChangeStore``) with its webhooks, its
 /// audit record and its inbox mark; each may carry a ``ChangeCondition`` that the store checks in the change's own
 /// statement. The coordinator (``Accounts``), the notification handler and the validation handler all change accounts
 /// here.
-public final class AccountChanges: Sendable {
+public struct AccountChanges: Sendable {
     /// What became of a deletion.
     public enum DeletionOutcome: Sendable {
         /// The account is gone, with what became of the revocation.
@@ -30,34 +30,6 @@ public final class AccountChanges: Sendable {
     let engine: JobEngine
     /// Runs a deletion's own revocation, with the request's wait for Apple as its deadline.
     let revocations: RevocationHandler
-
-    /// Creates the changes over their parts.
-    ///
-    /// - Parameters:
-    ///   - revocations: The revocation handler a deletion runs its row with (its deadline is the request's wait).
-    public init(
-        store: any AccountChangeStore,
-        vault: TokenVault,
-        clock: any WallClock,
-        random: any RandomSource,
-        webhooks: WebhookFanout,
-        audit: AuditDigests,
-        metrics: any MetricsFactory,
-        wakeups: JobWakeups,
-        engine: JobEngine,
-        revocations: RevocationHandler
-    ) {
-        self.store = store
-        self.vault = vault
-        self.clock = clock
-        self.random = random
-        self.webhooks = webhooks
-        self.audit = audit
-        self.metrics = metrics
-        self.wakeups = wakeups
-        self.engine = engine
-        self.revocations = revocations
-    }
 
     /// Sets Apple's email forwarding, with `account.email_forwarding_changed`, if the account still meets `condition`.
     public func setEmailForwarding(

@@ -157,32 +157,13 @@ public struct AccountChange: Sendable {
     /// Webhooks the change sends.
     public var webhooks: [WebhookDelivery]
     /// The account's history events the change records (none for a deletion, which removes the history).
-    public var history: [HistoryEvent]
+    public var history: [HistoryEvent] = []
     /// The notification this change processes, marked processed in the same transaction.
     public var completesNotification: String?
     /// What the account must still be when the change commits; `nil`: any state.
     public var condition: ChangeCondition?
     /// When.
     public var at: Date
-
-    /// Creates a change.
-    public init(
-        accountID: String,
-        action: Action,
-        webhooks: [WebhookDelivery],
-        history: [HistoryEvent] = [],
-        completesNotification: String?,
-        condition: ChangeCondition? = nil,
-        at: Date
-    ) {
-        self.accountID = accountID
-        self.action = action
-        self.webhooks = webhooks
-        self.history = history
-        self.completesNotification = completesNotification
-        self.condition = condition
-        self.at = at
-    }
 }
 
 /// What an account must still be when a change decided on an earlier read commits, checked in the change's own
@@ -253,6 +234,25 @@ public struct RevocationPlan: Sendable {
             createdAt: createdAt
         )
     }
+}
+
+/// What a sign-in writes, in one transaction: the account created or updated, its new session and history events, and
+/// what a transfer it completes leaves behind.
+public struct SignInRecord: Sendable {
+    /// The account as the sign-in leaves it.
+    public var account: AccountRecord
+    /// Whether the account is created (else updated).
+    public var isNew: Bool
+    /// The new session.
+    public var session: SessionRecord
+    /// The history events the sign-in records.
+    public var history: [HistoryEvent] = []
+    /// The grant Apple gave this sign-in, put into the revocation outbox instead of anything else when the account to
+    /// update was deleted meanwhile.
+    public var revocationIfGone: RevocationJob?
+    /// The account's pending import, marked `exchanged` with its webhooks queued when it is still pending (a sign-in
+    /// whose identity token carried the transfer identifier).
+    public var completesTransfer: TransferCompletion?
 }
 
 /// What a finished refresh validation records.

@@ -11,13 +11,6 @@ extension NotificationHandler {
         public var clockLeeway: Duration
         /// When a failed notification is tried again.
         public var retryPolicy: RetryPolicy
-
-        /// Creates the policy.
-        public init(consentRevoked: ConsentRevokedPolicy, clockLeeway: Duration, retryPolicy: RetryPolicy) {
-            self.consentRevoked = consentRevoked
-            self.clockLeeway = clockLeeway
-            self.retryPolicy = retryPolicy
-        }
     }
 
     /// What a notification does to an account, decided on what was read; the change re-checks the grant in its own

@@ -16,16 +16,6 @@ public struct WebhookEvent: Sendable, Equatable {
     /// The new forwarding state (forwarding changes).
     public var emailForwarding: EmailForwarding?
 
-    /// Creates an event.
-    public init(type: String, id: String, occurredAt: Date, accountID: String, reason: String? = nil, emailForwarding: EmailForwarding? = nil) {
-        self.type = type
-        self.id = id
-        self.occurredAt = occurredAt
-        self.accountID = accountID
-        self.reason = reason
-        self.emailForwarding = emailForwarding
-    }
-
     /// The JSON body: `{"type", "id", "occurred_at", "account_id", "reason"?, "email_forwarding"?}`, keys sorted.
     ///
     /// Encoded with `JSONEncoder` from a fixed shape, not `JSONSerialization` on a dictionary, which bridges to

@@ -43,31 +43,4 @@ public struct AccountView: Sendable, Equatable {
     public var orgID: String?
     /// Whether Apple verified the email (`email_verified`).
     public var emailVerified: Bool
-
-    /// Creates a view.
-    public init(
-        id: String,
-        appleSub: String,
-        email: String?,
-        isPrivateEmail: Bool,
-        emailForwarding: EmailForwarding,
-        name: Name?,
-        createdAt: Date,
-        appleCredential: AppleCredentialState,
-        lastValidatedAt: Date?,
-        orgID: String? = nil,
-        emailVerified: Bool = true
-    ) {
-        self.id = id
-        self.appleSub = appleSub
-        self.email = email
-        self.isPrivateEmail = isPrivateEmail
-        self.emailForwarding = emailForwarding
-        self.name = name
-        self.createdAt = createdAt
-        self.appleCredential = appleCredential
-        self.lastValidatedAt = lastValidatedAt
-        self.orgID = orgID
-        self.emailVerified = emailVerified
-    }
 }

@@ -202,17 +202,19 @@ extension Accounts {
             sealedDevice: try request.device.map { try vault.seal($0, context: SealingContext.historyEvent(eventID)) }
         )
         let recorded = try await store.recordSignIn(
-            account: record,
-            isNew: isNew,
-            session: session,
-            history: [signedIn],
-            revocationIfGone: revocation,
-            completesTransfer: completesTransfer
-                ? TransferCompletion(
-                    webhooks: webhooks.deliveries(.transferred, accountID: id, at: now),
-                    history: [.transferred(accountID: id, at: now)],
-                    at: now
-                ) : nil
+            SignInRecord(
+                account: record,
+                isNew: isNew,
+                session: session,
+                history: [signedIn],
+                revocationIfGone: revocation,
+                completesTransfer: completesTransfer
+                    ? TransferCompletion(
+                        webhooks: webhooks.deliveries(.transferred, accountID: id, at: now),
+                        history: [.transferred(accountID: id, at: now)],
+                        at: now
+                    ) : nil
+            )
         )
         guard recorded else {
             wakeups.notify(.revocations)

@@ -33,22 +33,11 @@ public protocol AccountStore: AccountLookup, HistoryStore {
     func account(id: String) async throws -> AccountRecord?
     /// Accounts ordered by id, after `afterID` when given.
     func accounts(limit: Int, afterID: String?) async throws -> [AccountRecord]
-    /// Creates (`isNew`) or updates the account and adds the session and its `history` events, in one transaction.
-    ///
-    /// Returns `false` when the account to update no longer exists (deleted meanwhile): then nothing of the sign-in is
-    /// written, and `revocationIfGone` (the grant Apple gave this sign-in) is added to the revocation outbox instead,
-    /// in the same transaction.
-    /// `completesTransfer` marks the account's pending import `exchanged` and queues its webhooks in the same
-    /// transaction, when the import is still pending (a sign-in whose identity token carried the transfer identifier).
-    /// - Throws: ``StoreError/conflict`` when `isNew` and another account with the same subject hash appeared meanwhile.
-    func recordSignIn(
-        account: AccountRecord,
-        isNew: Bool,
-        session: SessionRecord,
-        history: [HistoryEvent],
-        revocationIfGone: RevocationJob?,
-        completesTransfer: TransferCompletion?
-    ) async throws -> Bool
+    /// Writes a sign-in in one transaction (see ``SignInRecord``): `false` when the account to update no longer exists
+    /// (deleted meanwhile), and then only its ``SignInRecord/revocationIfGone`` is written.
+    /// - Throws: ``StoreError/conflict`` when the account is new and another with the same subject hash appeared
+    ///   meanwhile.
+    func recordSignIn(_ signIn: SignInRecord) async throws -> Bool
     /// The session with this token hash, with its account's shown fields unless it was deleted: one indexed read. With
     /// `recent`, a replica may answer from its memory of the last second (never for a session that has ended; only the
     /// session check and the access token do: every request that writes reads the database).

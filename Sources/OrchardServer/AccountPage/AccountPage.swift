@@ -20,32 +20,15 @@ public struct AccountPage: Sendable {
     /// The signed-in account, or `nil` for the signed-out state.
     public var account: AccountView?
     /// The account's live sessions, newest first (the asking one marked current).
-    public var sessions: [DeviceSession]
+    public var sessions: [DeviceSession] = []
     /// The account's latest history events, newest first ("Activity").
-    public var activity: [HistoryEntry]
+    public var activity: [HistoryEntry] = []
     /// The message to show, if any.
     public var notice: Notice?
     /// Whether `APPLE_REDIRECT_URI` is set (otherwise there is no "Sign in with Apple" button).
     public var webFlowEnabled: Bool
     /// The Content-Security-Policy nonce of the inline style and script.
     public var cspNonce: String
-
-    /// Creates a page.
-    public init(
-        account: AccountView?,
-        sessions: [DeviceSession] = [],
-        activity: [HistoryEntry] = [],
-        notice: Notice?,
-        webFlowEnabled: Bool,
-        cspNonce: String
-    ) {
-        self.account = account
-        self.sessions = sessions
-        self.activity = activity
-        self.notice = notice
-        self.webFlowEnabled = webFlowEnabled
-        self.cspNonce = cspNonce
-    }
 
     /// The whole document.
     public func html() -> String {

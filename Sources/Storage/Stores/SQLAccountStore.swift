@@ -104,17 +104,11 @@ public struct SQLAccountStore: AccountStore {
     }
 
     /// Creates or updates the account and adds the session in one transaction.
-    public func recordSignIn(
-        account: AccountRecord,
-        isNew: Bool,
-        session: SessionRecord,
-        history: [HistoryEvent],
-        revocationIfGone: RevocationJob?,
-        completesTransfer: TransferCompletion?
-    ) async throws -> Bool {
-        defer { if !isNew { database.changed(account: account.id) } }
+    public func recordSignIn(_ signIn: SignInRecord) async throws -> Bool {
+        let (account, session) = (signIn.account, signIn.session)
+        defer { if !signIn.isNew { database.changed(account: account.id) } }
         return try await database.transaction { db in
-            if isNew {
+            if signIn.isNew {
                 let inserted = try await db.raw(
                     """
                     INSERT INTO accounts (\(unsafeRaw: Self.accountColumns)) VALUES (
@@ -151,10 +145,10 @@ public struct SQLAccountStore: AccountStore {
                 ).all()
                 guard !updated.isEmpty else {
                     // Deleted meanwhile: no session for a gone account; the grant just given goes to be revoked.
-                    if let job = revocationIfGone { try await Self.insertRevocation(job, on: db) }
+                    if let job = signIn.revocationIfGone { try await Self.insertRevocation(job, on: db) }
                     return false
                 }
-                if let completion = completesTransfer {
+                if let completion = signIn.completesTransfer {
                     _ = try await Self.markExchanged(accountID: account.id, completion: completion, on: db)
                 }
             }
@@ -166,7 +160,7 @@ public struct SQLAccountStore: AccountStore {
                         \(bind: session.sealedDevice))
                 """
             ).run()
-            try await Self.insertEvents(history, on: db)
+            try await Self.insertEvents(signIn.history, on: db)
             return true
         }
     }
