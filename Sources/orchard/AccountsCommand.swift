@@ -201,25 +201,16 @@ struct AccountsCommand: AsyncParsableCommand {
 
     /// Opens the database and the vault for an operator command.
     static func withAccounts(_ body: (Lifecycle) async throws -> Void) async throws {
-        let configuration = try await CommandSupport.loadConfiguration(needs: .vault)
-        CommandSupport.bootstrapLogging(level: configuration.logLevel)
-        let logger = Logger(label: "orchard.accounts")
-        let database = await CommandSupport.openDatabase(configuration, logger: logger)
-        try await Migrator(database: database, logger: logger).migrate()
-        let lifecycle = Lifecycle(
-            store: SQLAccountStore(database: database),
-            vault: TokenVault(keys: configuration.vaultKeys),
-            apple: OfflineAppleGateway(),
-            clock: SystemWallClock(),
-            configuration: configuration.accounts
-        )
-        do {
-            try await body(lifecycle)
-        } catch let error as AccountsError {
-            await database.close()
-            FileHandle.standardError.write(Data("orchard: \(error.code.rawValue): \(error.reason)\n".utf8))
-            throw ExitCode(error.code == .notFound ? 3 : 1)
+        try await CommandSupport.withDatabase(label: "orchard.accounts") { configuration, database in
+            try await body(
+                Lifecycle(
+                    store: SQLAccountStore(database: database),
+                    vault: TokenVault(keys: configuration.vaultKeys),
+                    apple: OfflineAppleGateway(),
+                    clock: SystemWallClock(),
+                    configuration: configuration.accounts
+                )
+            )
         }
-        await database.close()
     }
 }

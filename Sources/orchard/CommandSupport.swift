@@ -46,6 +46,32 @@ enum CommandSupport {
         }
     }
 
+    /// Loads the configuration an operator command needs (the database and the vault, not Apple's settings), opens and
+    /// migrates the database, and runs `body` with both, closing the database whatever happens. An ``AccountsError``
+    /// is printed as `orchard: CODE: reason` and exits 3 for `not_found`, 1 otherwise; a configuration error exits 2.
+    static func withDatabase<T>(
+        label: String,
+        _ body: (OrchardConfiguration, any DatabaseClient) async throws -> T
+    ) async throws -> T {
+        let configuration = try await loadConfiguration(needs: .vault)
+        bootstrapLogging(level: configuration.logLevel)
+        let logger = Logger(label: label)
+        let database = await openDatabase(configuration, logger: logger)
+        do {
+            try await Migrator(database: database, logger: logger).migrate()
+            let result = try await body(configuration, database)
+            await database.close()
+            return result
+        } catch let error as AccountsError {
+            await database.close()
+            FileHandle.standardError.write(Data("orchard: \(error.code.rawValue): \(error.reason)\n".utf8))
+            throw ExitCode(error.code == .notFound ? 3 : 1)
+        } catch {
+            await database.close()
+            throw error
+        }
+    }
+
     /// Loads the whole configuration (Apple's settings included), builds the lifecycle as `serve` does, and runs `body`
     /// with it, closing the HTTP client and the database whatever happens; a configuration error exits 2.
     static func withLifecycle<T: Sendable>(

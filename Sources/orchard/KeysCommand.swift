@@ -98,28 +98,16 @@ struct KeysCommand: AsyncParsableCommand {
 
     /// Opens the database and the vault (no Apple settings needed) and runs `body` with the keys.
     static func withKeys(_ body: (SigningKeys) async throws -> Void) async throws {
-        let configuration = try await CommandSupport.loadConfiguration(needs: .vault)
-        CommandSupport.bootstrapLogging(level: configuration.logLevel)
-        let logger = Logger(label: "orchard.keys")
-        let database = await CommandSupport.openDatabase(configuration, logger: logger)
-        do {
-            try await Migrator(database: database, logger: logger).migrate()
-            let keys = SigningKeys(
-                store: SQLAccountStore(database: database),
-                vault: TokenVault(keys: configuration.vaultKeys),
-                clock: SystemWallClock(),
-                random: SystemRandomSource(),
-                configuration: configuration.accessTokens
+        try await CommandSupport.withDatabase(label: "orchard.keys") { configuration, database in
+            try await body(
+                SigningKeys(
+                    store: SQLAccountStore(database: database),
+                    vault: TokenVault(keys: configuration.vaultKeys),
+                    clock: SystemWallClock(),
+                    random: SystemRandomSource(),
+                    configuration: configuration.accessTokens
+                )
             )
-            try await body(keys)
-        } catch let error as AccountsError {
-            await database.close()
-            FileHandle.standardError.write(Data("orchard: \(error.code.rawValue): \(error.reason)\n".utf8))
-            throw ExitCode(1)
-        } catch {
-            await database.close()
-            throw error
         }
-        await database.close()
     }
 }

@@ -120,15 +120,10 @@ struct TransferCommand: AsyncParsableCommand {
         var json = false
 
         func run() async throws {
-            let configuration = try await CommandSupport.loadConfiguration(needs: .vault)
-            CommandSupport.bootstrapLogging(level: configuration.logLevel)
-            let logger = Logger(label: "orchard.transfer")
-            let database = await CommandSupport.openDatabase(configuration, logger: logger)
-            try await Migrator(database: database, logger: logger).migrate()
-            let store = SQLAccountStore(database: database)
-            let exports = try await store.transferCounts(side: .export)
-            let imports = try await store.transferCounts(side: .import)
-            await database.close()
+            let (exports, imports) = try await CommandSupport.withDatabase(label: "orchard.transfer") { _, database in
+                let store = SQLAccountStore(database: database)
+                return (try await store.transferCounts(side: .export), try await store.transferCounts(side: .import))
+            }
             var sides: [(name: String, counts: [(String, Int)])] = []
             if exports.values.reduce(0, +) > 0 {
                 sides.append(("export", TransferCommand.exportCounts { exports[$0] ?? 0 }))

@@ -66,19 +66,9 @@ struct VaultCommand: AsyncParsableCommand {
 
     /// Opens the database and the vault (no Apple settings needed).
     static func withRotation<T>(_ body: (VaultRotation, TokenVault) async throws -> T) async throws -> T {
-        let configuration = try await CommandSupport.loadConfiguration(needs: .vault)
-        CommandSupport.bootstrapLogging(level: configuration.logLevel)
-        let logger = Logger(label: "orchard.vault")
-        let database = await CommandSupport.openDatabase(configuration, logger: logger)
-        do {
-            try await Migrator(database: database, logger: logger).migrate()
+        try await CommandSupport.withDatabase(label: "orchard.vault") { configuration, database in
             let vault = TokenVault(keys: configuration.vaultKeys)
-            let result = try await body(VaultRotation(store: SQLAccountStore(database: database), vault: vault), vault)
-            await database.close()
-            return result
-        } catch {
-            await database.close()
-            throw error
+            return try await body(VaultRotation(store: SQLAccountStore(database: database), vault: vault), vault)
         }
     }
 }
