@@ -53,14 +53,14 @@ public struct Lifecycle: Sendable {
         let webhooks = WebhookFanout(urls: configuration.webhookURLs, random: random)
         let audit = AuditDigests(store: store)
         let backpressure = InboxBackpressure(room: inboxRoom, longestWait: deadlines.notificationHold, metrics: metrics)
+        let backoff = Backoff(configuration.retryPolicy, random: random)
         func revocations(deadline: Duration) -> RevocationHandler {
             RevocationHandler(
                 store: store,
                 vault: vault,
                 apple: apple,
                 clock: clock,
-                random: random,
-                retryPolicy: configuration.retryPolicy,
+                backoff: backoff,
                 metrics: metrics,
                 deadline: deadline
             )
@@ -119,12 +119,8 @@ public struct Lifecycle: Sendable {
             changes: changes,
             vault: vault,
             clock: clock,
-            random: random,
-            policy: NotificationHandler.Policy(
-                consentRevoked: configuration.consentRevokedPolicy,
-                clockLeeway: configuration.clockLeeway,
-                retryPolicy: configuration.retryPolicy
-            ),
+            backoff: backoff,
+            policy: NotificationHandler.Policy(consentRevoked: configuration.consentRevokedPolicy, clockLeeway: configuration.clockLeeway),
             metrics: metrics,
             backpressure: backpressure
         )
@@ -134,9 +130,8 @@ public struct Lifecycle: Sendable {
             vault: vault,
             changes: changes,
             clock: clock,
-            random: random,
             timing: ValidationTiming(interval: configuration.refreshValidationInterval, random: random),
-            retryPolicy: configuration.retryPolicy,
+            backoff: backoff,
             metrics: metrics
         )
         self.accessTokens = AccessTokens(

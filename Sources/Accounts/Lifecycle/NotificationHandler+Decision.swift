@@ -9,8 +9,6 @@ extension NotificationHandler {
         public var consentRevoked: ConsentRevokedPolicy
         /// How far an event may predate the account or its latest grant and still be acted on.
         public var clockLeeway: Duration
-        /// When a failed notification is tried again.
-        public var retryPolicy: RetryPolicy
     }
 
     /// What a notification does to an account, decided on what was read; the change re-checks the grant in its own

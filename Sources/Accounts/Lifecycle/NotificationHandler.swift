@@ -24,7 +24,8 @@ public struct NotificationHandler: JobHandler {
     let changes: AccountChanges
     let vault: TokenVault
     let clock: any WallClock
-    let random: any RandomSource
+    /// When a failed notification is tried again.
+    let backoff: Backoff
     let policy: Policy
     let metrics: any MetricsFactory
     /// Told what each pass claimed and finished, so that the endpoint stores no faster than processing clears.
@@ -137,10 +138,8 @@ public struct NotificationHandler: JobHandler {
         do {
             return .done(try await process(entry, logger: logger))
         } catch {
-            let attempts = entry.attempts + 1
-            let delay = policy.retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
             logger.warning("notification processing failed; will retry", metadata: ["notification.jti": "\(entry.jti)", "error": "\(error)"])
-            return .retry(at: clock.now().addingTimeInterval(delay), error: "\(error)")
+            return .retry(at: backoff.retryAt(afterAttempts: entry.attempts + 1, from: clock.now()), error: "\(error)")
         }
     }
 

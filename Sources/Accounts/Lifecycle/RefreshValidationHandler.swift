@@ -24,9 +24,8 @@ public struct RefreshValidationHandler: JobHandler {
     let vault: TokenVault
     let changes: AccountChanges
     let clock: any WallClock
-    let random: any RandomSource
     let timing: ValidationTiming
-    let retryPolicy: RetryPolicy
+    let backoff: Backoff
     let metrics: any MetricsFactory
 
     /// The kind.
@@ -116,15 +115,14 @@ public struct RefreshValidationHandler: JobHandler {
                 "Apple refused Orchard's client secret during refresh validation: nobody is signed out; fix APPLE_TEAM_ID, APPLE_KEY_ID or APPLE_PRIVATE_KEY_FILE",
                 metadata: ["account.id": "\(account.id)", "apple.client_id": "\(account.clientID)"]
             )
-            return .retry(at: now.addingTimeInterval(retryPolicy.maximumDelay), error: error.code.rawValue)
+            return .retry(at: now.addingTimeInterval(backoff.policy.maximumDelay), error: error.code.rawValue)
         default:
             Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "unavailable")], factory: metrics).increment()
             // The outage's length so far stands for the number of tries: retries start after 2 s and double.
             let due = (account.lastValidatedAt ?? now).addingTimeInterval(timing.interval.seconds)
-            let overdue = max(1, now.timeIntervalSince(due) / retryPolicy.initialDelay)
-            let delay = retryPolicy.delay(afterAttempts: 1 + Int(log2(overdue)), unit: random.unit())
+            let overdue = max(1, now.timeIntervalSince(due) / backoff.policy.initialDelay)
             logger.warning("Apple unavailable for refresh validation; sessions kept, will retry", metadata: ["account.id": "\(account.id)"])
-            return .retry(at: now.addingTimeInterval(delay), error: error.code.rawValue)
+            return .retry(at: backoff.retryAt(afterAttempts: 1 + Int(log2(overdue)), from: now), error: error.code.rawValue)
         }
     }
 }

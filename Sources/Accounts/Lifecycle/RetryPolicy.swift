@@ -1,3 +1,5 @@
+public import Foundation
+
 /// When a failed job is tried again: after 2 s, doubling, with jitter, at most 10 minutes apart.
 public struct RetryPolicy: Sendable {
     /// The first delay.
@@ -36,5 +38,24 @@ extension RandomSource {
         let bytes = self.bytes(4)
         let value = bytes.reduce(UInt32(0)) { ($0 << 8) | UInt32($1) }
         return Double(value) / (Double(UInt32.max) + 1)
+    }
+}
+
+/// A ``RetryPolicy`` with the random source of its jitter: when a failed job is tried again.
+public struct Backoff: Sendable {
+    /// The delays.
+    public let policy: RetryPolicy
+    /// The jitter.
+    let random: any RandomSource
+
+    /// Creates the backoff of `policy`, jittered by `random`.
+    public init(_ policy: RetryPolicy, random: any RandomSource) {
+        self.policy = policy
+        self.random = random
+    }
+
+    /// The time to try again, from `now`, after `attempts` failed tries (1 for the first failure).
+    public func retryAt(afterAttempts attempts: Int, from now: Date) -> Date {
+        now.addingTimeInterval(policy.delay(afterAttempts: attempts, unit: random.unit()))
     }
 }

@@ -21,10 +21,8 @@ public struct RevocationHandler: JobHandler {
     let apple: any AppleGateway
     /// The time of retries.
     let clock: any WallClock
-    /// The jitter of retries.
-    let random: any RandomSource
     /// When a refused revocation is tried again.
-    let retryPolicy: RetryPolicy
+    let backoff: Backoff
     /// Where `orchard_revocations_total` and `orchard_apple_client_rejected_total` go.
     let metrics: any MetricsFactory
     /// How long one call to Apple may take.
@@ -62,8 +60,7 @@ public struct RevocationHandler: JobHandler {
                 metadata: ["revocation.id": "\(job.id)", "vault.key_id": "\(vault.keyID(of: job.sealedToken) ?? "?")"]
             )
             Counter(label: "orchard_revocations_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
-            let delay = retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
-            return .retry(at: clock.now().addingTimeInterval(delay), error: "vault_key_missing")
+            return .retry(at: backoff.retryAt(afterAttempts: attempts, from: clock.now()), error: "vault_key_missing")
         }
         do {
             try await apple.revoke(token, hint: job.hint, clientID: job.clientID, deadline: deadline)
@@ -83,8 +80,7 @@ public struct RevocationHandler: JobHandler {
                 )
             }
             Counter(label: "orchard_revocations_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
-            let delay = retryPolicy.delay(afterAttempts: attempts, unit: random.unit())
-            return .retry(at: clock.now().addingTimeInterval(delay), error: mapped.code.rawValue)
+            return .retry(at: backoff.retryAt(afterAttempts: attempts, from: clock.now()), error: mapped.code.rawValue)
         }
         Counter(label: "orchard_revocations_total", dimensions: [("outcome", "revoked")], factory: metrics).increment()
         return .done

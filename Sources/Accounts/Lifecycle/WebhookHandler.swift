@@ -26,10 +26,10 @@ public struct WebhookHandler: JobHandler {
     let transport: any WebhookTransport
     /// The time of signatures, retries and the retry window.
     let clock: any WallClock
-    /// The jitter of retries.
-    let random: any RandomSource
-    /// The retry policy and the retry window.
-    let configuration: AccountsConfiguration
+    /// When an undelivered webhook is tried again.
+    let backoff: Backoff
+    /// How long after its event a webhook is still tried.
+    let retryWindow: Duration
     /// Where `orchard_webhooks_total` goes.
     let metrics: any MetricsFactory
 
@@ -64,8 +64,8 @@ public struct WebhookHandler: JobHandler {
         self.signer = signer
         self.transport = transport
         self.clock = clock
-        self.random = random
-        self.configuration = configuration
+        self.backoff = Backoff(configuration.retryPolicy, random: random)
+        self.retryWindow = configuration.webhookRetryWindow
     }
 
     /// Claims due, pending deliveries.
@@ -94,7 +94,7 @@ public struct WebhookHandler: JobHandler {
             failure = "unreachable: \(type(of: error))"
         }
         let now = clock.now()
-        if now.timeIntervalSince(delivery.createdAt) >= configuration.webhookRetryWindow.seconds {
+        if now.timeIntervalSince(delivery.createdAt) >= retryWindow.seconds {
             Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "failed")], factory: metrics).increment()
             logger.error(
                 "webhook given up after its retry window",
@@ -103,9 +103,8 @@ public struct WebhookHandler: JobHandler {
             return .failed(error: failure)
         }
         Counter(label: "orchard_webhooks_total", dimensions: [("outcome", "retry")], factory: metrics).increment()
-        let delay = configuration.retryPolicy.delay(afterAttempts: delivery.attempts + 1, unit: random.unit())
         logger.warning("webhook not delivered; will retry", metadata: ["webhook.id": "\(delivery.eventID)", "error": "\(failure)"])
-        return .retry(at: now.addingTimeInterval(delay), error: failure)
+        return .retry(at: backoff.retryAt(afterAttempts: delivery.attempts + 1, from: now), error: failure)
     }
 
     /// Records the batch's deliveries, retries and give-ups, in one transaction.
