@@ -97,7 +97,6 @@ final class SessionReads: Sendable {
         read: ([String]) async throws -> [SessionWithAccount]
     ) async -> Result<SessionWithAccount?, any Error> {
         let taken = state.withLock { state in
-            state.latestStart = .now
             let count = min(state.waiting.count, mostPerRead - 1)
             defer { state.waiting.removeFirst(count) }
             return Array(state.waiting.prefix(count))
