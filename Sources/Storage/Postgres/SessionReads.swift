@@ -97,6 +97,9 @@ final class SessionReads: Sendable {
         read: ([String]) async throws -> [SessionWithAccount]
     ) async -> Result<SessionWithAccount?, any Error> {
         let taken = state.withLock { state in
+            // Again now that the read runs: a leader handed the slot may run late under load, and its read still gets
+            // its own slowRead before a check starts another beside it.
+            state.latestStart = .now
             let count = min(state.waiting.count, mostPerRead - 1)
             defer { state.waiting.removeFirst(count) }
             return Array(state.waiting.prefix(count))
