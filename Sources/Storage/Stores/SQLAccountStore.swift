@@ -175,7 +175,7 @@ public struct SQLAccountStore: AccountStore {
     /// array, so that the statement is prepared once for any length).
     func sessions(tokenHashes: [String]) async throws -> [SessionWithAccount] {
         let matching: SQLQueryString =
-            database.flavor == .postgres && tokenHashes.count > 1
+            database.flavor == .postgres
             ? "s.token_hash = ANY(\(bind: tokenHashes))" : "s.token_hash IN (\(binds: tokenHashes))"
         return try await database.read(
             """
