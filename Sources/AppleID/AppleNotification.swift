@@ -21,7 +21,6 @@ public struct AppleNotification: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey {
         case iss, aud, iat, exp, jti, events
     }
-
 }
 
 extension AppleNotification {

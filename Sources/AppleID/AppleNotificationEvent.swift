@@ -23,7 +23,6 @@ public struct AppleNotificationEvent: Codable, Sendable, Equatable {
         case eventTime = "event_time"
         case isPrivateEmail = "is_private_email"
     }
-
 }
 
 extension AppleNotificationEvent {

@@ -58,7 +58,6 @@ public struct AuditRecord: Sendable, Equatable {
     public var reason: String?
     /// When.
     public var occurredAt: Date
-
 }
 
 /// One webhook to one URL in the durable outbox.
