@@ -46,24 +46,41 @@ public enum RawHTTP {
         var request = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
         for (name, value) in headers { request += "\(name): \(value)\r\n" }
         request += "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
-        let (bytes, _) = try await exchange(port: port, sending: Array(request.utf8), closeWithin: .seconds(30))
-        let text = String(decoding: bytes, as: UTF8.self)
+        let exchange = try await exchange(port: port, sending: Array(request.utf8), closeWithin: .seconds(30))
+        let text = String(decoding: exchange.received, as: UTF8.self)
         let status = text.split(separator: " ", maxSplits: 2).dropFirst().first.flatMap { Int($0) } ?? 0
         return Answer(status: status, text: text)
     }
 
+    /// What a raw exchange saw.
+    public struct Exchange: Sendable {
+        /// What the server sent.
+        public let received: [UInt8]
+        /// How long after the reference moment (see ``RawHTTP/exchange(port:answered:thenSending:expectingCloseAfter:closeWithin:)``)
+        /// the server closed the connection; `nil`: still open when the wait gave up.
+        public let closedAfter: Duration?
+        /// How late this process's event loops ran a timer due when the close was expected (zero when no close was
+        /// expected, or it came before). The server's deadlines are timers on these same loops, so a test process
+        /// too busy to run them on time delays the close by as much, and a bound on the close allows for it.
+        public let timersLate: Duration
+
+        /// Whether the connection was closed no earlier than `earliest` and no later than `latest` plus
+        /// ``timersLate``.
+        public func closed(between earliest: Duration, and latest: Duration) -> Bool {
+            guard let closedAfter else { return false }
+            return closedAfter >= earliest && closedAfter <= latest + timersLate
+        }
+    }
+
     /// Opens a connection to `127.0.0.1:port`, writes `bytes` (perhaps nothing, or half a request), and reads until the
     /// server closes the connection or `closeWithin` has passed.
-    ///
-    /// - Returns: What the server sent, and how long after the write it closed the connection (`nil`: still open).
     public static func exchange(
         port: Int,
         sending bytes: [UInt8],
+        expectingCloseAfter expected: Duration? = nil,
         closeWithin: Duration
-    ) async throws -> (
-        received: [UInt8], closedAfter: Duration?
-    ) {
-        try await exchange(port: port, answered: [], thenSending: bytes, closeWithin: closeWithin)
+    ) async throws -> Exchange {
+        try await exchange(port: port, answered: [], thenSending: bytes, expectingCloseAfter: expected, closeWithin: closeWithin)
     }
 
     /// Opens a connection to `127.0.0.1:port` and sends each of `requests` (whole requests that keep the connection
@@ -71,17 +88,16 @@ public enum RawHTTP {
     /// until the server closes the connection or `closeWithin` has passed.
     ///
     /// The times are taken on the connection's event loop (when `tail` was written, else when the last answer, or the
-    /// connection, arrived; and when the connection closed), so a busy test process does not stretch them.
-    ///
-    /// - Returns: What the server sent, and how long after that moment it closed the connection (`nil`: still open).
+    /// connection, arrived: the reference moment; and when the connection closed), so a test process slow to resume
+    /// a task does not stretch them. With `expected`, a timer due that long after the reference runs on each of the
+    /// process's event loops, and ``Exchange/timersLate`` says how late the latest of them ran.
     public static func exchange(
         port: Int,
         answered requests: [[UInt8]],
         thenSending tail: [UInt8],
+        expectingCloseAfter expected: Duration? = nil,
         closeWithin: Duration
-    ) async throws
-        -> (received: [UInt8], closedAfter: Duration?)
-    {
+    ) async throws -> Exchange {
         let timeline = Timeline()
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: port) { channel in
@@ -103,11 +119,14 @@ public enum RawHTTP {
                 received += answer
             }
             let loop = channel.channel.eventLoop
+            let reference: NIODeadline
             if tail.isEmpty {
-                timeline.markReference(written: false)
+                reference = timeline.markReference(written: false)
             } else {
-                try await channel.channel.writeAndFlush(ByteBuffer(bytes: tail)).map { timeline.markReference(written: true) }.get()
+                reference = try await channel.channel.writeAndFlush(ByteBuffer(bytes: tail))
+                    .map { timeline.markReference(written: true) }.get()
             }
+            let probes = expected.map { TimerProbes(due: reference + TimeAmount($0)) }
             // Past `closeWithin` the test closes the connection itself, which ends the read below.
             let giveUp = loop.scheduleTask(in: TimeAmount(closeWithin)) {
                 if timeline.giveUpUnlessClosed() { channel.channel.close(promise: nil) }
@@ -118,7 +137,8 @@ public enum RawHTTP {
                 // A reset counts as closed.
             }
             giveUp.cancel()
-            return (received, timeline.closedAfterReference)
+            let late = await probes?.lateness(closedAt: timeline.closedAt) ?? .zero
+            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: late)
         }
     }
 
@@ -153,9 +173,17 @@ private final class Timeline: Sendable {
     /// Sets the moment the server's deadline is measured from: now, when something was just written (on the event
     /// loop), else the last byte read, or the opening when nothing was read. The connect may return before the event
     /// loop has handled `channelActive`: then the opening is now, a moment after the connection really opened.
-    func markReference(written: Bool) {
-        times.withLock { $0.reference = written ? .now() : $0.lastRead ?? $0.opened ?? .now() }
+    @discardableResult
+    func markReference(written: Bool) -> NIODeadline {
+        times.withLock { times in
+            let reference = written ? .now() : times.lastRead ?? times.opened ?? .now()
+            times.reference = reference
+            return reference
+        }
     }
+
+    /// When the connection closed, if it has.
+    var closedAt: NIODeadline? { times.withLock { $0.closed } }
 
     /// Marks the wait as given up, unless the connection has closed already: `true` when the caller should close it.
     func giveUpUnlessClosed() -> Bool {
@@ -173,6 +201,33 @@ private final class Timeline: Sendable {
             // A close may be handled before the write's completion on the loop: that counts as at once.
             return .nanoseconds(max(0, Int64(closed.uptimeNanoseconds) - Int64(reference.uptimeNanoseconds)))
         }
+    }
+}
+
+/// A timer on each of the process's event loops, all due at one moment: how late the latest ran says how far a busy
+/// process delays a timer due then, the server's among them.
+private struct TimerProbes {
+    let due: NIODeadline
+    let timers: [Scheduled<NIODeadline>]
+
+    init(due: NIODeadline) {
+        self.due = due
+        timers = MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
+            loop.scheduleTask(deadline: due) { NIODeadline.now() }
+        }
+    }
+
+    /// How late the latest timer ran; zero when the connection closed before they were due, or not at all.
+    func lateness(closedAt: NIODeadline?) async -> Duration {
+        guard let closedAt, closedAt >= due else {
+            for timer in timers { timer.cancel() }
+            return .zero
+        }
+        var latest = due
+        for timer in timers {
+            if let ran = try? await timer.futureResult.get() { latest = max(latest, ran) }
+        }
+        return .nanoseconds(Int64(latest.uptimeNanoseconds - due.uptimeNanoseconds))
     }
 }
 

@@ -14,37 +14,47 @@ struct SlowClientTests {
     static let request = Array((head + "\r\n").utf8)
 
     /// Whether the connection was closed by the head deadline: after about 10 s, not before.
-    static func closedByHeadDeadline(_ closedAfter: Duration?) -> Bool {
-        guard let closedAfter else { return false }
-        return closedAfter >= .seconds(9) && closedAfter <= .seconds(13)
+    static func closedByHeadDeadline(_ exchange: RawHTTP.Exchange) -> Bool {
+        exchange.closed(between: .seconds(9), and: .seconds(13))
+    }
+
+    /// An exchange's close and its event loops' lateness, for a failed expectation.
+    static func describe(_ exchange: RawHTTP.Exchange) -> String {
+        "closed after \(String(describing: exchange.closedAfter)), timers \(exchange.timersLate) late"
     }
 
     @Test("a connection that sends nothing, half a request head, or half a body is closed within 10 s; normal traffic is unaffected")
     func slowHeads() async throws {
         try await OrchardHarness.with { h in
             let port = h.server.port
-            async let silent = RawHTTP.exchange(port: port, sending: [], closeWithin: .seconds(20))
-            async let half = RawHTTP.exchange(port: port, sending: Array(Self.head.utf8), closeWithin: .seconds(20))
+            async let silent = RawHTTP.exchange(port: port, sending: [], expectingCloseAfter: .seconds(10), closeWithin: .seconds(20))
+            async let half = RawHTTP.exchange(
+                port: port,
+                sending: Array(Self.head.utf8),
+                expectingCloseAfter: .seconds(10),
+                closeWithin: .seconds(20)
+            )
             async let later = RawHTTP.exchange(
                 port: port,
                 answered: [Self.request, Self.request],
                 thenSending: Array("GET /health/li".utf8),
+                expectingCloseAfter: .seconds(10),
                 closeWithin: .seconds(20)
             )
             // A body sent slowly: its head, then ten of its hundred bytes, then nothing.
             let slowBody =
                 "POST /v1/apple/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 + "Content-Length: 100\r\n\r\n{\"payload\""
-            async let body = RawHTTP.exchange(port: port, sending: Array(slowBody.utf8), closeWithin: .seconds(20))
+            async let body = RawHTTP.exchange(port: port, sending: Array(slowBody.utf8), expectingCloseAfter: .seconds(10), closeWithin: .seconds(20))
             // Meanwhile, whole requests are answered at once.
             for _ in 0..<5 { #expect(try await h.request(.GET, "/health/live").status == 200) }
             let (silentResult, halfResult, laterResult) = try await (silent, half, later)
             let bodyResult = try await body
-            #expect(Self.closedByHeadDeadline(bodyResult.closedAfter), "half a body: \(String(describing: bodyResult.closedAfter))")
-            #expect(Self.closedByHeadDeadline(silentResult.closedAfter), "silent: \(String(describing: silentResult.closedAfter))")
+            #expect(Self.closedByHeadDeadline(bodyResult), "half a body: \(Self.describe(bodyResult))")
+            #expect(Self.closedByHeadDeadline(silentResult), "silent: \(Self.describe(silentResult))")
             #expect(silentResult.received.isEmpty)
-            #expect(Self.closedByHeadDeadline(halfResult.closedAfter), "half a head: \(String(describing: halfResult.closedAfter))")
-            #expect(Self.closedByHeadDeadline(laterResult.closedAfter), "a later head: \(String(describing: laterResult.closedAfter))")
+            #expect(Self.closedByHeadDeadline(halfResult), "half a head: \(Self.describe(halfResult))")
+            #expect(Self.closedByHeadDeadline(laterResult), "a later head: \(Self.describe(laterResult))")
             #expect(String(decoding: laterResult.received, as: UTF8.self).components(separatedBy: "HTTP/1.1 200").count == 3)
         }
     }
@@ -52,9 +62,14 @@ struct SlowClientTests {
     @Test("a kept-alive connection with no request in progress is closed after 60 s, not before")
     func idleKeepAlive() async throws {
         try await OrchardHarness.with { h in
-            let result = try await RawHTTP.exchange(port: h.server.port, answered: [Self.request], thenSending: [], closeWithin: .seconds(80))
-            let closedAfter = try #require(result.closedAfter, "still open after 80 s")
-            #expect(closedAfter >= .seconds(58) && closedAfter <= .seconds(65), "closed after \(closedAfter)")
+            let result = try await RawHTTP.exchange(
+                port: h.server.port,
+                answered: [Self.request],
+                thenSending: [],
+                expectingCloseAfter: .seconds(60),
+                closeWithin: .seconds(80)
+            )
+            #expect(result.closed(between: .seconds(58), and: .seconds(65)), "\(Self.describe(result))")
         }
     }
 
@@ -63,13 +78,18 @@ struct SlowClientTests {
         try await ListenerTests.withBuiltInTLS { h, pem in
             // A TLS record header announcing a ClientHello, and then nothing.
             let halfHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]
-            async let stalled = RawHTTP.exchange(port: h.server.port, sending: halfHello, closeWithin: .seconds(20))
+            async let stalled = RawHTTP.exchange(
+                port: h.server.port,
+                sending: halfHello,
+                expectingCloseAfter: .seconds(10),
+                closeWithin: .seconds(20)
+            )
             let client = try ListenerTests.client(trusting: pem)
             let https = h.baseURL.replacingOccurrences(of: "http://", with: "https://")
             #expect(try await ListenerTests.get(client, https + "/health/live").status == 200)
             try await client.shutdown()
             let result = try await stalled
-            #expect(Self.closedByHeadDeadline(result.closedAfter), "half a handshake: \(String(describing: result.closedAfter))")
+            #expect(Self.closedByHeadDeadline(result), "half a handshake: \(Self.describe(result))")
         }
     }
 }
