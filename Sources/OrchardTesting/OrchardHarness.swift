@@ -14,7 +14,7 @@ public import Storage
 
 /// Orchard and the Apple emulator running over real sockets for one test, with one test clock, a fresh vault key and a
 /// temporary SQLite file.
-public final class OrchardHarness: Sendable {
+public struct OrchardHarness: Sendable {
     /// The client id the harness configures.
     public static let clientID = "com.example.orchard.app"
     /// A second configured client id (a Services ID).
@@ -46,32 +46,6 @@ public final class OrchardHarness: Sendable {
     public let metrics: TestMetrics
     /// Everything Orchard logged, at every level (see ``loggedLines`` and ``checkLogsHoldNoSecrets(also:)``).
     public let logs: InMemoryLogHandler
-
-    private init(
-        clock: TestWallClock,
-        emulator: AppleEmulator,
-        emulatorServer: RunningEmulator,
-        lifecycle: Lifecycle,
-        jobs: JobService,
-        server: RunningService,
-        testDatabase: TestDatabase,
-        http: HTTPClient,
-        configuration: OrchardConfiguration,
-        metrics: TestMetrics,
-        logs: InMemoryLogHandler
-    ) {
-        self.clock = clock
-        self.emulator = emulator
-        self.emulatorServer = emulatorServer
-        self.lifecycle = lifecycle
-        self.jobs = jobs
-        self.server = server
-        self.testDatabase = testDatabase
-        self.http = http
-        self.configuration = configuration
-        self.metrics = metrics
-        self.logs = logs
-    }
 
     /// Orchard's base URL.
     public var baseURL: String { server.baseURL }

@@ -6,18 +6,12 @@ import NIOHTTP1
 import NIOPosix
 
 /// `orchard serve` running as a separate process, as a user deploys it: for crash (`kill -9`) and restart tests.
-public final class ServeProcess: @unchecked Sendable {
+public struct ServeProcess: @unchecked Sendable {
     // Process is not Sendable; this wrapper only touches it from the test's own task.
     private let process: Process
     /// The port it listens on.
     public let port: Int
     private let log: URL
-
-    private init(process: Process, port: Int, log: URL) {
-        self.process = process
-        self.port = port
-        self.log = log
-    }
 
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }

@@ -16,7 +16,8 @@ import _ConnectionPoolModule
 ///
 /// Every call is bounded by a deadline, so a database outage answers `storage_unavailable` instead of hanging, and the
 /// pool reconnects by itself when the server returns. ``withoutDeadline`` is the same pool without it, for migrations.
-public final class PostgresDatabaseClient: DatabaseClient {
+/// Copies share the pool and its run task: closing any of them closes it.
+public struct PostgresDatabaseClient: DatabaseClient {
     let client: PostgresClient
     private let runner: Task<Void, Never>
     private let logger: Logger
@@ -27,20 +28,6 @@ public final class PostgresDatabaseClient: DatabaseClient {
 
     /// Always ``DatabaseFlavor/postgres``.
     public var flavor: DatabaseFlavor { .postgres }
-
-    private init(
-        client: PostgresClient,
-        runner: Task<Void, Never>,
-        logger: Logger,
-        operationDeadline: Duration?,
-        coherence: SessionCoherence
-    ) {
-        self.coherence = coherence
-        self.client = client
-        self.runner = runner
-        self.logger = logger
-        self.operationDeadline = operationDeadline
-    }
 
     /// The same pool with no deadline: a migration building an index on a large table, or a replica waiting for another's
     /// migration lock, may rightly take longer than any request should. Closing either closes the pool.
