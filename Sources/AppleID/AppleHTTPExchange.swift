@@ -4,7 +4,6 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-import Tracing
 
 /// One request to Apple and its answer, with the transport failures already turned into ``AppleIDError``.
 struct AppleHTTPExchange {
@@ -47,27 +46,6 @@ struct AppleHTTPExchange {
             throw .appleUnavailable("Apple answered HTTP \(exchange.status), a redirect, which Orchard does not follow")
         }
         return exchange
-    }
-
-    /// Starts the client span of one call to Apple, named `METHOD /path` (a no-op unless `serve` bootstrapped a
-    /// tracer). It records the URL, the endpoint and the client id, never the form; the caller adds the status, and
-    /// `error.type` when the call failed, and ends it.
-    static func startSpan(
-        method: String,
-        path: String,
-        url: URL,
-        endpoint: AppleRequestMetrics.Endpoint,
-        clientID: String?
-    ) -> any Span {
-        let span = Tracing.startSpan("\(method) /\(path)", ofKind: .client)
-        span.updateAttributes { attributes in
-            attributes["http.request.method"] = method
-            attributes["url.full"] = url.absoluteString
-            attributes["server.address"] = url.host()
-            attributes["apple.endpoint"] = endpoint.rawValue
-            attributes["apple.client_id"] = clientID
-        }
-        return span
     }
 
     /// A short description of a transport error that carries no request content.

@@ -1,54 +1,38 @@
-public import AsyncHTTPClient
 public import Foundation
-public import Logging
-public import Metrics
-import Tracing
+import Logging
+import NIOHTTP1
 
 /// Calls Apple's REST endpoints: `/auth/token` (code exchange, refresh-token validation, app transfer's team access
 /// token), `/auth/revoke` and `/auth/usermigrationinfo` (app transfer).
 ///
-/// Every call is a form-urlencoded `POST` authenticated by a client secret from ``ClientSecretSigner``, has a deadline,
-/// is logged with dotted metadata (`apple.endpoint`, `apple.status`, `apple.error`, never a token or secret) and is timed
-/// in `orchard_apple_request_duration_seconds` (dimensions `endpoint` and `outcome`). Failures map as
-/// ``failure(status:body:)`` describes; transport failures are `apple_unavailable`.
+/// Every call is a form-urlencoded `POST` authenticated by a client secret from ``ClientSecretSigner``, made through
+/// ``AppleEndpoints`` (a deadline, no redirects, traced, logged and timed). Failures map as ``failure(status:body:)``
+/// describes; transport failures are `apple_unavailable`.
 public struct AppleRESTClient: Sendable {
-    /// Where Apple's endpoints are reached (`https://appleid.apple.com`, or an emulator).
-    public let baseURL: URL
+    /// Where Apple is reached.
+    public let endpoints: AppleEndpoints
     /// The deadline of each call, unless a call gives its own.
     public let timeout: Duration
-    private let httpClient: HTTPClient
     private let secrets: ClientSecretSigner
-    private let logger: Logger
-    private let metrics: any MetricsFactory
     private let clock: any WallClock
     /// App transfer's team access tokens, per client id (Apple refuses one used with another client id).
     private let teamTokens = TeamAccessTokenCache()
 
-    /// Creates a client over the shared HTTP client.
+    /// Creates a client calling Apple at `endpoints`.
     /// - Parameters:
-    ///   - baseURL: Where Apple's endpoints are reached; `/auth/token` and `/auth/revoke` are appended.
-    ///   - httpClient: The application's shared client.
     ///   - secrets: The signer of client secrets.
     ///   - timeout: The deadline of each call.
-    ///   - metrics: Where `orchard_apple_request_duration_seconds` goes; the process's factory by default.
     ///   - clock: What decides when a cached team access token has expired.
-    ///   - logger: Where calls are logged.
     public init(
-        baseURL: URL,
-        httpClient: HTTPClient,
+        _ endpoints: AppleEndpoints,
         secrets: ClientSecretSigner,
         timeout: Duration = .seconds(10),
-        metrics: any MetricsFactory = MetricsSystem.factory,
-        clock: any WallClock = SystemWallClock(),
-        logger: Logger
+        clock: any WallClock = SystemWallClock()
     ) {
-        self.clock = clock
-        self.metrics = metrics
-        self.baseURL = baseURL
-        self.httpClient = httpClient
+        self.endpoints = endpoints
         self.secrets = secrets
         self.timeout = timeout
-        self.logger = logger
+        self.clock = clock
     }
 
     /// Exchanges an authorization code for Apple's tokens (`grant_type=authorization_code`).
@@ -202,31 +186,16 @@ public struct AppleRESTClient: Sendable {
         freshSecret: Bool = false,
         parse: (Data) throws(AppleIDError) -> Value
     ) async throws(AppleIDError) -> Value {
-        var logger = self.logger
-        logger[metadataKey: "apple.endpoint"] = "\(endpoint.rawValue)"
-        logger[metadataKey: "apple.client_id"] = "\(clientID)"
-        let url = baseURL.appending(path: path)
-        let span = AppleHTTPExchange.startSpan(method: "POST", path: path, url: url, endpoint: endpoint, clientID: clientID)
-        defer { span.end() }
-        let secret = freshSecret ? try await secrets.freshSecret(for: clientID) : try await secrets.secret(for: clientID)
-        let form = [("client_id", clientID), ("client_secret", secret.value)] + fields
-        let request = AppleHTTPExchange.formPost(to: url, fields: form, bearer: bearer?.value)
-
-        let started = ContinuousClock.now
-        do throws(AppleIDError) {
-            let exchange = try await AppleHTTPExchange.perform(request, httpClient: httpClient, timeout: timeout, logger: logger)
-            logger[metadataKey: "apple.status"] = "\(exchange.status)"
-            span.attributes["http.response.status_code"] = exchange.status
+        try await endpoints.call(endpoint, .POST, path: path, clientID: clientID, timeout: timeout) { url throws(AppleIDError) in
+            let secret = freshSecret ? try await secrets.freshSecret(for: clientID) : try await secrets.secret(for: clientID)
+            let form = [("client_id", clientID), ("client_secret", secret.value)] + fields
+            return AppleHTTPExchange.formPost(to: url, fields: form, bearer: bearer?.value)
+        } answer: { exchange throws(AppleIDError) in
             guard (200..<300).contains(exchange.status) else { throw Self.failure(status: exchange.status, body: exchange.body) }
-            let value = try parse(exchange.body)
-            AppleRequestMetrics.record(endpoint, .ok, duration: ContinuousClock.now - started, factory: metrics)
-            logger.debug("Apple accepted the request")
-            return value
-        } catch {
-            AppleRequestMetrics.record(endpoint, AppleRequestMetrics.outcome(for: error), duration: ContinuousClock.now - started, factory: metrics)
+            return try parse(exchange.body)
+        } log: { result, logger in
+            guard case .failure(let error) = result else { return logger.debug("Apple accepted the request") }
             let metadata: Logger.Metadata = ["apple.error": "\(error.appleErrorCode?.rawValue ?? error.code.rawValue)"]
-            span.attributes["error.type"] = error.appleErrorCode?.rawValue ?? error.code.rawValue
-            span.setStatus(SpanStatus(code: .error))
             switch error.code {
             case .appleClientRejected where endpoint == .userMigrationInfo && error.appleErrorCode == .invalidRequest:
                 // The user's answer, not the client's: they had stopped using Sign in with Apple with the app.
@@ -241,7 +210,6 @@ public struct AppleRESTClient: Sendable {
             default:
                 logger.info("Apple refused the grant: \(error.reason)", metadata: metadata)
             }
-            throw error
         }
     }
 }

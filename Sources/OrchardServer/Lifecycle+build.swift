@@ -57,14 +57,14 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
     }
     try AppleConfiguration.checkTransport(configuration.apple.baseURL)
 
+    let apple = AppleEndpoints(
+        baseURL: configuration.apple.baseURL,
+        httpClient: dependencies.httpClient,
+        metrics: dependencies.metrics,
+        logger: logger
+    )
     let keySet = AppleKeySet(
-        source: HTTPAppleKeySource(
-            baseURL: configuration.apple.baseURL,
-            httpClient: dependencies.httpClient,
-            timeout: dependencies.deadlines.appleKeyFetch,
-            metrics: dependencies.metrics,
-            logger: logger
-        ),
+        source: HTTPAppleKeySource(apple, timeout: dependencies.deadlines.appleKeyFetch),
         clock: dependencies.clock,
         logger: logger
     )
@@ -84,13 +84,7 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
             problem: "cannot be used: \(error.reason)"
         )
     }
-    let client = AppleRESTClient(
-        baseURL: configuration.apple.baseURL,
-        httpClient: dependencies.httpClient,
-        secrets: secrets,
-        metrics: dependencies.metrics,
-        logger: logger
-    )
+    let client = AppleRESTClient(apple, secrets: secrets)
     let store = SQLAccountStore(database: dependencies.database)
     let lifecycle = Lifecycle(
         store: store,

@@ -126,21 +126,24 @@ public final class AppleIDStubServer: Sendable {
 
     /// A REST client talking to this stub.
     public func restClient(secrets: ClientSecretSigner, timeout: Duration = .seconds(5)) -> AppleRESTClient {
-        AppleRESTClient(baseURL: baseURL, httpClient: .shared, secrets: secrets, timeout: timeout, logger: Self.logger)
+        AppleRESTClient(Self.endpoints(baseURL), secrets: secrets, timeout: timeout)
     }
 
     /// A key source fetching from this stub.
     public func keySource(timeout: Duration = .seconds(5)) -> HTTPAppleKeySource {
-        HTTPAppleKeySource(baseURL: baseURL, httpClient: .shared, timeout: timeout, logger: Self.logger)
+        HTTPAppleKeySource(Self.endpoints(baseURL), timeout: timeout)
     }
 
     /// A REST client for a port nothing listens on (connection refused).
     public static func unreachableRESTClient(secrets: ClientSecretSigner) -> AppleRESTClient {
         // Force-unwrap: a constant, valid URL.
-        AppleRESTClient(baseURL: URL(string: "http://127.0.0.1:1")!, httpClient: .shared, secrets: secrets, timeout: .seconds(1), logger: logger)
+        AppleRESTClient(endpoints(URL(string: "http://127.0.0.1:1")!), secrets: secrets, timeout: .seconds(1))
     }
 
-    private static var logger: Logger { Logger(label: "AppleIDStubServer", factory: { _ in SwiftLogNoOpLogHandler() }) }
+    /// Apple at `baseURL`, over the shared HTTP client, logging nowhere.
+    private static func endpoints(_ baseURL: URL) -> AppleEndpoints {
+        AppleEndpoints(baseURL: baseURL, httpClient: .shared, logger: Logger(label: "AppleIDStubServer", factory: { _ in SwiftLogNoOpLogHandler() }))
+    }
 
     fileprivate func answer(_ request: Request) async throws -> Response {
         let body = try await request.body.collect(upTo: 1 << 20)

@@ -74,7 +74,7 @@ struct TokenInspectCommand: AsyncParsableCommand {
         } else {
             let client = HTTPClient.makeOrchardClient()
             httpClient = client
-            source = HTTPAppleKeySource(baseURL: configuration.apple.baseURL, httpClient: client, timeout: .seconds(10), logger: logger)
+            source = HTTPAppleKeySource(AppleEndpoints(baseURL: configuration.apple.baseURL, httpClient: client, logger: logger))
         }
         let clock = SystemWallClock()
         let keys = AppleKeySet(source: source, clock: clock, logger: logger)

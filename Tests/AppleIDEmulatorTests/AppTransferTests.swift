@@ -205,11 +205,9 @@ struct AppTransferTests {
             var logger = Logger(label: "test.apple-client")
             logger.logLevel = .warning
             let client = AppleRESTClient(
-                baseURL: URL(string: h.baseURL)!,
-                httpClient: .shared,
+                AppleEndpoints(baseURL: URL(string: h.baseURL)!, httpClient: .shared, logger: logger),
                 secrets: signer,
-                clock: h.clock,
-                logger: logger
+                clock: h.clock
             )
             func teamTokenCalls() -> Int { h.emulator.calls(to: .token).filter { $0.grantType == "client_credentials" }.count }
             let first = try await client.transferSub(for: Redacted(user.sub), target: EmulatorHarness.teamB, clientID: EmulatorHarness.appID)
