@@ -31,7 +31,7 @@ extension Accounts {
                     createdAt: session.createdAt,
                     expiresAt: session.expiresAt,
                     lastSeenAt: session.lastSeenAt,
-                    device: try openDevice(session),
+                    device: try openDeviceLabel(session.sealedDevice, context: SealingContext.session(session.id), of: "session \(session.id)"),
                     current: session.tokenHash == caller.tokenHash
                 )
             )
@@ -74,13 +74,13 @@ extension Accounts {
         Task { try? await store.recordSeen(tokenHash: session.tokenHash, accountID: accountID, at: minute) }
     }
 
-    /// A session's device label, opened.
-    private func openDevice(_ session: SessionRecord) throws(AccountsError) -> String? {
-        guard let sealed = session.sealedDevice else { return nil }
+    /// A device label (of a session or a history event: `record` names it in the error), opened.
+    func openDeviceLabel(_ sealed: String?, context: String, of record: String) throws(AccountsError) -> String? {
+        guard let sealed else { return nil }
         do {
-            return try vault.open(sealed, context: SealingContext.session(session.id)).value
+            return try vault.open(sealed, context: context).value
         } catch {
-            throw AccountsError(.storageUnavailable, "a device label of session \(session.id) cannot be opened with the configured vault keys")
+            throw AccountsError(.storageUnavailable, "a device label of \(record) cannot be opened with the configured vault keys")
         }
     }
 }

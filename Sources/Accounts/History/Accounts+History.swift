@@ -30,20 +30,11 @@ extension Accounts {
                     kind: event.kind,
                     occurredAt: event.occurredAt,
                     sessionID: event.sessionID,
-                    device: try openDevice(event),
+                    device: try openDeviceLabel(event.sealedDevice, context: SealingContext.historyEvent(event.id), of: "event \(event.id)"),
                     reason: event.reason
                 )
             )
         }
         return HistoryPage(events: entries, next: events.count > limit ? entries.last?.id : nil)
-    }
-
-    private func openDevice(_ event: HistoryEvent) throws(AccountsError) -> String? {
-        guard let sealed = event.sealedDevice else { return nil }
-        do {
-            return try vault.open(sealed, context: SealingContext.historyEvent(event.id)).value
-        } catch {
-            throw AccountsError(.storageUnavailable, "a device label of event \(event.id) cannot be opened with the configured vault keys")
-        }
     }
 }
