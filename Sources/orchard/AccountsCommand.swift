@@ -201,16 +201,6 @@ struct AccountsCommand: AsyncParsableCommand {
 
     /// Opens the database and the vault for an operator command.
     static func withAccounts(_ body: (Lifecycle) async throws -> Void) async throws {
-        try await CommandSupport.withDatabase(label: "orchard.accounts") { configuration, database in
-            try await body(
-                Lifecycle(
-                    store: SQLAccountStore(database: database),
-                    vault: TokenVault(keys: configuration.vaultKeys),
-                    apple: OfflineAppleGateway(),
-                    clock: SystemWallClock(),
-                    configuration: configuration.accounts
-                )
-            )
-        }
+        try await CommandSupport.withOfflineLifecycle(label: "orchard.accounts", body)
     }
 }

@@ -1,4 +1,5 @@
 import Accounts
+import AppleID
 import ArgumentParser
 import AsyncHTTPClient
 import Configuration
@@ -69,6 +70,22 @@ enum CommandSupport {
         } catch {
             await database.close()
             throw error
+        }
+    }
+
+    /// ``withDatabase(label:_:)`` with the lifecycle over that database and the vault, for an operator command that
+    /// does not call Apple.
+    static func withOfflineLifecycle<T>(label: String, _ body: (Lifecycle) async throws -> T) async throws -> T {
+        try await withDatabase(label: label) { configuration, database in
+            try await body(
+                Lifecycle(
+                    store: SQLAccountStore(database: database),
+                    vault: TokenVault(keys: configuration.vaultKeys),
+                    apple: OfflineAppleGateway(),
+                    clock: SystemWallClock(),
+                    configuration: configuration.accounts
+                )
+            )
         }
     }
 

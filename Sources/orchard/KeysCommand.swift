@@ -1,10 +1,8 @@
 import Accounts
-import AppleID
 import ArgumentParser
 import Foundation
 import Logging
 import OrchardServer
-import Storage
 
 /// `orchard keys list / rotate`.
 struct KeysCommand: AsyncParsableCommand {
@@ -96,18 +94,10 @@ struct KeysCommand: AsyncParsableCommand {
         }
     }
 
-    /// Opens the database and the vault (no Apple settings needed) and runs `body` with the keys.
+    /// Opens the database and the vault (no Apple settings needed) and runs `body` with the keys `serve` signs with.
     static func withKeys(_ body: (SigningKeys) async throws -> Void) async throws {
-        try await CommandSupport.withDatabase(label: "orchard.keys") { configuration, database in
-            try await body(
-                SigningKeys(
-                    store: SQLAccountStore(database: database),
-                    vault: TokenVault(keys: configuration.vaultKeys),
-                    clock: SystemWallClock(),
-                    random: SystemRandomSource(),
-                    configuration: configuration.accessTokens
-                )
-            )
+        try await CommandSupport.withOfflineLifecycle(label: "orchard.keys") { lifecycle in
+            try await body(lifecycle.accessTokens.keys)
         }
     }
 }
