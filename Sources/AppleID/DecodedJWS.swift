@@ -68,7 +68,7 @@ struct DecodedJWS: Sendable {
 
     /// The payload decoded as `Value` (``AppleIdentityClaims`` or ``AppleNotification``).
     /// - Throws: `identity_token_malformed`, naming the claim at fault.
-    func claims<Value: Codable & Sendable>(as _: Value.Type) throws(AppleIDError) -> Value {
+    func claims<Value: Decodable & Sendable>(as _: Value.Type) throws(AppleIDError) -> Value {
         let decoded: DecodedPayload<Value>
         do {
             decoded = try Self.decoder.decode(DecodedPayload<Value>.self, from: payload)

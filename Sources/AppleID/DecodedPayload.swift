@@ -1,10 +1,6 @@
-import JWTKit
-
-/// A payload type for jwt-kit's parser that keeps the decoding error instead of letting jwt-kit fold it into a message.
-///
-/// jwt-kit's own messages include the decoder's description; this keeps the structured error, from which a reason
-/// naming only the claim (never its value) is made.
-struct DecodedPayload<Value: Codable & Sendable>: JWTPayload {
+/// A token's payload decoded as `Value`, keeping the decoding error instead of throwing it: the decoder's own
+/// description may quote a claim's value, so the reason is made from the structured error, naming only the claim.
+struct DecodedPayload<Value: Decodable & Sendable>: Decodable, Sendable {
     /// The decoded claims, or why they could not be decoded.
     let result: Result<Value, DecodingError>
 
@@ -18,14 +14,6 @@ struct DecodedPayload<Value: Codable & Sendable>: JWTPayload {
             result = .failure(.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "unreadable")))
         }
     }
-
-    /// Writes the claims when there are some.
-    func encode(to encoder: any Encoder) throws {
-        if case .success(let value) = result { try value.encode(to: encoder) }
-    }
-
-    /// Deliberately nothing: see ``TokenEnvelope/verify(using:)``.
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 
     /// The claims, or a `identity_token_malformed` error naming the claim at fault.
     func claims() throws(AppleIDError) -> Value {

@@ -1,11 +1,8 @@
 import Foundation
-import JWTKit
 
-/// The claims every check reads, decoded leniently so that each check can report its own failure.
-///
-/// jwt-kit calls ``verify(using:)`` after a good signature; it does nothing, because the time checks use the injected
-/// clock (see ``AppleTokenVerifier``), which jwt-kit's claim verification cannot.
-struct TokenEnvelope: JWTPayload {
+/// The claims every check reads, decoded leniently so that each check can report its own failure. Every claim is
+/// checked by ``AppleTokenVerifier`` (the times against the injected clock), not by jwt-kit.
+struct TokenEnvelope: Decodable, Sendable {
     /// `iss`, when it is a string.
     var iss: String?
     /// `aud`, as a list (Apple sends a string; an array is read too), when it is a string or strings.
@@ -25,7 +22,6 @@ struct TokenEnvelope: JWTPayload {
         case iss, aud, exp, iat, nonce, jti, events
     }
 
-    /// Reads what it can; only a payload that is not a JSON object fails.
     /// An envelope of known claims (from claims already decoded strictly).
     init(iss: String, aud: String, exp: Date, iat: Date, nonce: String?, jti: String?, hasEvents: Bool) {
         self.iss = iss
@@ -37,6 +33,7 @@ struct TokenEnvelope: JWTPayload {
         self.hasEvents = hasEvents
     }
 
+    /// Reads what it can; only a payload that is not a JSON object fails.
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         iss = try? container.decodeIfPresent(String.self, forKey: .iss)
@@ -51,24 +48,10 @@ struct TokenEnvelope: JWTPayload {
         jti = try? container.decodeIfPresent(String.self, forKey: .jti)
         hasEvents = container.contains(.events)
     }
-
-    /// Writes the claims it read (not used in verification).
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encodeIfPresent(iss, forKey: .iss)
-        try container.encodeIfPresent(aud, forKey: .aud)
-        try container.encodeSecondsIfPresent(exp, forKey: .exp)
-        try container.encodeSecondsIfPresent(iat, forKey: .iat)
-        try container.encodeIfPresent(nonce, forKey: .nonce)
-        try container.encodeIfPresent(jti, forKey: .jti)
-    }
-
-    /// Deliberately nothing: every claim is checked by ``AppleTokenVerifier`` against the injected clock.
-    func verify(using algorithm: some JWTAlgorithm) async throws {}
 }
 
 /// Claims that hold everything the checks read, so that one decode of the payload gives both.
-protocol EnvelopeClaims: Codable, Sendable {
+protocol EnvelopeClaims: Decodable, Sendable {
     /// The checks' view of these claims.
     var envelope: TokenEnvelope { get }
 }
