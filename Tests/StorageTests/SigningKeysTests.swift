@@ -1,4 +1,3 @@
-import Accounts
 import AppleID
 import Foundation
 import Logging
@@ -7,6 +6,8 @@ import SQLKit
 import Storage
 import Synchronization
 import Testing
+
+@testable import Accounts
 
 /// The access-token signing keys over each backend: replicas that start together, and a rotation cut off mid-way.
 @Suite struct SigningKeysTests {

@@ -1,4 +1,4 @@
-public import AppleID
+import AppleID
 public import Foundation
 import JWTKit
 import Synchronization
@@ -9,7 +9,7 @@ import Synchronization
 /// Every replica keeps the keys in memory and reads them again at most every ``refreshInterval`` (and whenever the
 /// schedule changes by itself), so neither the key set nor a token costs a database read of its own. The replica that
 /// finds a key due makes it; the keys' generations keep two replicas from both adding one.
-public final class SigningKeys: Sendable {
+public struct SigningKeys: Sendable {
     /// How long a replica signs and publishes from memory before it reads the keys again.
     public static let refreshInterval: TimeInterval = 10
 
@@ -57,28 +57,18 @@ public final class SigningKeys: Sendable {
         var reloading = false
     }
 
+    /// The keys in memory, shared by every copy.
+    private final class Memory: Sendable {
+        let state = Mutex(State())
+    }
+
     let store: any SigningKeyStore
     let vault: TokenVault
     let clock: any WallClock
     let random: any RandomSource
     /// Issuer, audiences, lifetimes.
     public let configuration: AccessTokenConfiguration
-    private let state = Mutex(State())
-
-    /// Creates the part.
-    public init(
-        store: any SigningKeyStore,
-        vault: TokenVault,
-        clock: any WallClock,
-        random: any RandomSource,
-        configuration: AccessTokenConfiguration
-    ) {
-        self.store = store
-        self.vault = vault
-        self.clock = clock
-        self.random = random
-        self.configuration = configuration
-    }
+    private let memory = Memory()
 
     /// The schedule of `keys` under this configuration's lifetimes.
     func schedule(_ keys: [SigningKeyRecord]) -> KeySchedule {
@@ -135,7 +125,7 @@ public final class SigningKeys: Sendable {
                 try await store.changeSigningKeys(adding: key, withdrawing: withdrawing, deleting: waiting, at: now)
             }
             if added {
-                state.withLock { $0.ring = nil }
+                memory.state.withLock { $0.ring = nil }
                 return Rotation(newKeyID: key.id, previousKeyID: previous?.id, withdrewPrevious: !withdrawing.isEmpty)
             }
         }
@@ -144,7 +134,7 @@ public final class SigningKeys: Sendable {
 
     /// Reads the keys now, making the first one if there is none (`serve` at start).
     public func prepare() async throws(AccountsError) {
-        state.withLock { $0.ring = nil }
+        memory.state.withLock { $0.ring = nil }
         _ = try await currentRing()
     }
 
@@ -159,7 +149,7 @@ public final class SigningKeys: Sendable {
             case use(Ring)
             case reload(stale: Ring?)
         }
-        let next: Next = state.withLock { state in
+        let next: Next = memory.state.withLock { state in
             if let ring = state.ring, now >= ring.loadedAt, now < ring.refreshBy { return .use(ring) }
             if state.reloading, let ring = state.ring { return .use(ring) }
             state.reloading = true
@@ -171,13 +161,13 @@ public final class SigningKeys: Sendable {
         case .reload(let stale):
             do {
                 let ring = try await reload(at: now)
-                state.withLock {
+                memory.state.withLock {
                     $0.ring = ring
                     $0.reloading = false
                 }
                 return ring
             } catch {
-                state.withLock { state in
+                memory.state.withLock { state in
                     state.reloading = false
                     if let stale {
                         state.ring = Ring(
