@@ -7,7 +7,7 @@ public import Metrics
 public struct Lifecycle: Sendable {
     /// What the one store provides.
     public typealias Store = AccountStore & AccountChangeStore & NotificationInbox & RevocationOutbox & ValidationSchedule
-        & TransferStore & OutboxQueries & SigningKeyStore
+        & TransferStore & OutboxQueries & SigningKeyStore & WebFlowStateStore
 
     /// Sign-in, sessions, sign-out and deletion.
     public let accounts: Accounts
@@ -31,6 +31,8 @@ public struct Lifecycle: Sendable {
     public let validationHandler: RefreshValidationHandler
     /// Access tokens for the app's other backends, and their signing keys.
     public let accessTokens: AccessTokens
+    /// The web flow's states, between the redirect to Apple and Apple's form post.
+    public let webFlowStates: WebFlowStates
 
     /// How many notifications this process may have stored ahead of processing before Apple's endpoint holds the next
     /// one back: two of the handler's batches, one being processed and one gathering.
@@ -140,6 +142,7 @@ public struct Lifecycle: Sendable {
             clock: clock,
             random: random
         )
+        self.webFlowStates = WebFlowStates(store: store, vault: vault, clock: clock, random: random, lifetime: configuration.nonceLifetime)
     }
 
     /// One pass of refresh validation, as the server's worker runs each tick; returns how many accounts it claimed.

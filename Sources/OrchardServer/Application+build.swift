@@ -7,7 +7,6 @@ import Metrics
 public import NIOCore
 import Prometheus
 import ServiceLifecycle
-import Storage
 
 /// The running parts of an Orchard built by ``buildApplication(_:onServerRunning:)``.
 public struct OrchardApplication: Sendable {
@@ -67,13 +66,7 @@ public func buildApplication(
     AuthController(accounts: accounts).addRoutes(to: routes)
     WebFlowController(
         accounts: accounts,
-        states: WebFlowStates(
-            store: SQLWebFlowStateStore(database: dependencies.database),
-            vault: TokenVault(keys: configuration.vaultKeys),
-            clock: dependencies.clock,
-            random: dependencies.random,
-            lifetime: configuration.lifecycle.nonceLifetime
-        ),
+        states: lifecycle.webFlowStates,
         redirectURI: configuration.webFlow.redirectURI,
         webClientID: configuration.webClientID,
         appleBaseURL: configuration.apple.baseURL,
@@ -86,6 +79,7 @@ public func buildApplication(
         random: dependencies.random
     ).addRoutes(to: routes)
     SessionController(accounts: accounts).addRoutes(to: routes)
+    DeviceSessionsController(accounts: accounts).addRoutes(to: routes)
     DeviceSessionsController(accounts: accounts).addRoutes(to: routes)
     HistoryController(accounts: accounts).addRoutes(to: routes)
     TokenController(

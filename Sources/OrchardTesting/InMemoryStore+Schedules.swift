@@ -182,3 +182,15 @@ extension InMemoryStore: SigningKeyStore {
         }
     }
 }
+
+extension InMemoryStore: WebFlowStateStore {
+    /// Stores a state.
+    public func insertWebFlowState(_ record: WebFlowStateRecord, now: Date) async throws {
+        tables.withLock { $0.webFlowStates[record.stateHash] = record }
+    }
+
+    /// Removes the state and returns it.
+    public func takeWebFlowState(hash: String) async throws -> WebFlowStateRecord? {
+        tables.withLock { $0.webFlowStates.removeValue(forKey: hash) }
+    }
+}

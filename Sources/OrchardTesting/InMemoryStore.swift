@@ -31,6 +31,8 @@ public final class InMemoryStore: Sendable {
         public var signingKeys: [SigningKeyRecord] = []
         /// Each account's history, in the order written.
         public var events: [HistoryEvent] = []
+        /// Web-flow states by their hash.
+        public var webFlowStates: [String: WebFlowStateRecord] = [:]
 
         /// Adds events whose id is not taken, as the SQL store does.
         mutating func add(_ new: [HistoryEvent]) {

@@ -1,4 +1,4 @@
-public import AppleID
+import AppleID
 import Crypto
 import Foundation
 
@@ -18,25 +18,8 @@ public struct WebFlowStates: Sendable {
     let vault: TokenVault
     let clock: any WallClock
     let random: any RandomSource
-    /// How long a state may be posted back.
+    /// How long a state may be posted back: as long as a nonce (``AccountsConfiguration/nonceLifetime``).
     public let lifetime: Duration
-
-    /// Creates the states over their store.
-    ///
-    /// - Parameter lifetime: How long a state may be posted back: 10 minutes, as a nonce.
-    public init(
-        store: any WebFlowStateStore,
-        vault: TokenVault,
-        clock: any WallClock,
-        random: any RandomSource = SystemRandomSource(),
-        lifetime: Duration = .seconds(600)
-    ) {
-        self.store = store
-        self.vault = vault
-        self.clock = clock
-        self.random = random
-        self.lifetime = lifetime
-    }
 
     /// Makes and stores a fresh state for one authorization.
     ///

@@ -6,7 +6,7 @@ import Storage
 import Testing
 
 /// The web-flow states on every backend: stored, taken once, expired ones swept.
-@Suite struct SQLWebFlowStateStoreTests {
+@Suite struct WebFlowStateStoreTests {
     static let backends = TestDatabase.availableBackends
 
     @Test("a state is taken once (then it is gone), and the retention job removes the expired ones", arguments: Self.backends)
@@ -14,7 +14,7 @@ import Testing
         let database = try await TestDatabase.make(backend)
         do {
             try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
-            let store = SQLWebFlowStateStore(database: database.client)
+            let store = SQLAccountStore(database: database.client)
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let live = WebFlowStateRecord(
                 stateHash: "h-live",

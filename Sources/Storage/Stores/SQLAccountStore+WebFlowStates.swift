@@ -2,15 +2,7 @@ public import Accounts
 public import Foundation
 import SQLKit
 
-/// ``Accounts/WebFlowStateStore`` in SQL that SQLite and PostgreSQL both accept.
-public struct SQLWebFlowStateStore: WebFlowStateStore {
-    let database: any DatabaseClient
-
-    /// Creates the store over a database.
-    public init(database: any DatabaseClient) {
-        self.database = database
-    }
-
+extension SQLAccountStore: WebFlowStateStore {
     /// Stores a state. Expired states are removed by the retention job, in bounded batches, not by the request.
     public func insertWebFlowState(_ record: WebFlowStateRecord, now: Date) async throws {
         try await database.transaction { db in
