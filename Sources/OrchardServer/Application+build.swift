@@ -79,8 +79,6 @@ public func buildApplication(
         random: dependencies.random
     ).addRoutes(to: routes)
     SessionController(accounts: accounts).addRoutes(to: routes)
-    DeviceSessionsController(accounts: accounts).addRoutes(to: routes)
-    DeviceSessionsController(accounts: accounts).addRoutes(to: routes)
     HistoryController(accounts: accounts).addRoutes(to: routes)
     TokenController(
         tokens: lifecycle.accessTokens,
