@@ -170,10 +170,9 @@ private final class Timeline: Sendable {
     func read() { times.withLock { $0.lastRead = .now() } }
     func closed() { times.withLock { $0.closed = .now() } }
 
-    /// Sets the moment the server's deadline is measured from: now, when something was just written (on the event
-    /// loop), else the last byte read, or the opening when nothing was read. The connect may return before the event
-    /// loop has handled `channelActive`: then the opening is now, a moment after the connection really opened.
-    @discardableResult
+    /// Sets, and returns, the moment the server's deadline is measured from: now, when something was just written (on
+    /// the event loop), else the last byte read, or the opening when nothing was read. The connect may return before the
+    /// event loop has handled `channelActive`: then the opening is now, a moment after the connection really opened.
     func markReference(written: Bool) -> NIODeadline {
         times.withLock { times in
             let reference = written ? .now() : times.lastRead ?? times.opened ?? .now()
