@@ -53,7 +53,7 @@ public struct OrchardProcess: Sendable {
         process.standardOutput = output
         process.standardError = error
         process.standardInput = input
-        try process.run()
+        try ChildProcess.start(process)
         if let standardInput { input.fileHandleForWriting.write(Data(standardInput.utf8)) }
         try input.fileHandleForWriting.close()
         let watchdog = DispatchWorkItem { if process.isRunning { process.terminate() } }

@@ -73,7 +73,7 @@ public struct ServeProcess: @unchecked Sendable {
         process.environment = env
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = try FileHandle(forWritingTo: log)
-        try process.run()
+        try ChildProcess.start(process)
         let serve = ServeProcess(process: process, port: chosen, log: log)
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {

@@ -22,7 +22,7 @@ extension AccessTokenTests {
             process.arguments = ["python3", script.path, file]
             process.standardOutput = pipe
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try ChildProcess.start(process)
             let data = pipe.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
             if process.terminationStatus == 3 { return nil }

@@ -132,10 +132,9 @@ private final class SQLiteLockHolder: @unchecked Sendable {
         output = Pipe()
         input = Pipe()
         process.standardOutput = output
-        // The holder keeps the lock until its standard input closes: on release, or when the test process ends. (A
-        // signal would not do: the test process blocks SIGTERM, and its children inherit the mask.)
+        // The holder keeps the lock until its standard input closes: on release, or when the test process ends.
         process.standardInput = input
-        try process.run()
+        try ChildProcess.start(process)
     }
 
     /// Blocks until the holder says it has the lock.

@@ -24,7 +24,7 @@ struct WebhookTests {
         process.arguments = ["python3", script.path, file]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
+        try ChildProcess.start(process)
         process.waitUntilExit()
         switch process.terminationStatus {
         case 0: return true

@@ -62,7 +62,7 @@ struct BrowserTests {
                 process.standardOutput = log
                 process.standardError = log
                 do {
-                    try process.run()
+                    try ChildProcess.start(process)
                 } catch {
                     continuation.resume(returning: (127, "cannot run python3: \(error)"))
                     return

@@ -20,10 +20,10 @@ struct DemoWebFlowTests {
         pipe.fileHandleForReading.readabilityHandler = { handle in
             printed.append(handle.availableData)
         }
-        try process.run()
+        try ChildProcess.start(process)
         defer {
             if process.isRunning { process.interrupt() }
-            process.waitUntilExit()
+            ChildProcess.endNow(process)
             pipe.fileHandleForReading.readabilityHandler = nil
         }
 

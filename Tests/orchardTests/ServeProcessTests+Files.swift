@@ -8,9 +8,8 @@ import Testing
 extension ServeProcessTests {
     /// The permission bits of `path`, or `nil` when it does not exist.
     static func mode(_ path: String) -> Int? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return nil }
-        return Int(info.st_mode & 0o777)
+        guard let permissions = try? FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int else { return nil }
+        return permissions & 0o777
     }
 
     @Test("under umask 022, the SQLite database and its -wal and -shm files are created 0600, and an older 0644 file is tightened")

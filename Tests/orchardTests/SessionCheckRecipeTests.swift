@@ -24,7 +24,7 @@ struct SessionCheckRecipeTests {
         let work = try TemporaryDirectory()
         var processes: [Process] = []
         defer {
-            for process in processes where process.isRunning { process.terminate() }
+            for process in processes { ChildProcess.endNow(process) }
             work.remove()
             Task {
                 await serve.terminate()
@@ -40,7 +40,7 @@ struct SessionCheckRecipeTests {
         backend.arguments = ["python3", "-m", "http.server", String(backendPort), "--bind", "127.0.0.1", "--directory", work.file("site")]
         backend.standardOutput = FileHandle.nullDevice
         backend.standardError = FileHandle.nullDevice
-        try backend.run()
+        try ChildProcess.start(backend)
         processes.append(backend)
 
         // The recipe as shipped, pointed at this Orchard, this backend and a free port.
@@ -69,7 +69,7 @@ struct SessionCheckRecipeTests {
         nginx.arguments = ["-p", root, "-c", work.file("nginx.conf"), "-g", "daemon off;"]
         nginx.standardOutput = FileHandle.nullDevice
         nginx.standardError = FileHandle.nullDevice
-        try nginx.run()
+        try ChildProcess.start(nginx)
         processes.append(nginx)
 
         let client = setup.client(serve)

@@ -275,7 +275,7 @@ struct TransferTests {
             process.environment = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()].merging(environment) { $1 }
             process.standardOutput = FileHandle.nullDevice
             process.standardError = FileHandle.nullDevice
-            try process.run()
+            try ChildProcess.start(process)
             let reached = await eventually { answered() >= before + 3 }
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -172,7 +172,7 @@ final class Servers: @unchecked Sendable {
         process.arguments = [
             "python3", "-c", "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute(sys.argv[2]); c.commit()", databasePath, statement,
         ]
-        try process.run()
+        try Self.spawnCleanly(process)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw Failure("python3 sqlite3 failed on: \(statement)") }
     }
@@ -188,8 +188,26 @@ final class Servers: @unchecked Sendable {
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
-        try process.run()
+        try spawnCleanly(process)
         return process
+    }
+
+    /// Starts `process` as a shell would, with no signal blocked and every disposition the default: the test threads
+    /// block SIGTERM, and a child that inherited that would never receive `terminate()`. (The main package's
+    /// OrchardTesting has the same as `ChildProcess`; this package depends on nothing of the server.)
+    private static func spawnCleanly(_ process: Process) throws {
+        guard let executable = process.executableURL else { throw Failure("no executable set") }
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["--default-signal", "--", executable.path] + (process.arguments ?? [])
+        let outcome = SpawnOutcome(process)
+        let thread = Thread {
+            var none = sigset_t()
+            sigemptyset(&none)
+            pthread_sigmask(SIG_SETMASK, &none, nil)
+            outcome.finish(Result { try outcome.process.run() })
+        }
+        thread.start()
+        try outcome.wait().get()
     }
 
     private static func freePort() throws -> Int {
@@ -205,6 +223,27 @@ final class Servers: @unchecked Sendable {
         }
         guard bound else { throw Failure("no free port") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// The result of a spawn on its own thread, handed back to the caller.
+private final class SpawnOutcome: @unchecked Sendable {
+    let process: Process
+    private let done = DispatchSemaphore(value: 0)
+    private var result: Result<Void, any Error> = .success(())
+
+    init(_ process: Process) {
+        self.process = process
+    }
+
+    func finish(_ result: Result<Void, any Error>) {
+        self.result = result
+        done.signal()
+    }
+
+    func wait() -> Result<Void, any Error> {
+        done.wait()
+        return result
     }
 }
 
