@@ -52,4 +52,50 @@ struct WorkAndSchoolTests {
             #expect(claims["org_id"] == nil)
         }
     }
+
+    @Test("email_verified moves only with its email: an unverified address stays unverified after a token that carries no email")
+    func verifiedOnlyWithItsEmail() async throws {
+        try await OrchardHarness.with { h in
+            // An organisation's admin puts an unverified address on a Managed Apple Account...
+            var managed = h.emulator.makeUser(email: "victim@example.com", isPrivateEmail: false, emailVerified: false, orgID: "org_admin")
+            let first = try await h.signUp(managed)
+            let before = try await Self.account(h, first)
+            #expect(before["email"] as? String == "victim@example.com")
+            #expect(before["email_verified"] as? Bool == false)
+            // ...then clears it: the next token carries no email and no email_verified.
+            managed.email = nil
+            let second = try await h.signUp(managed)
+            let after = try await Self.account(h, second)
+            #expect(after["id"] as? String == before["id"] as? String)
+            #expect(after["email"] as? String == "victim@example.com", "a token without an email leaves the stored one")
+            #expect(after["email_verified"] as? Bool == false, "the stored unverified email was shown verified: \(after)")
+        }
+    }
+
+    @Test("an email without an email_verified claim is unverified for an account with an org_id, verified for a consumer's")
+    func absentClaimByKindOfAccount() async throws {
+        try await OrchardHarness.with { h in
+            for (orgID, expected) in [("org_absent", false), (nil, true)] as [(String?, Bool)] {
+                let user = h.emulator.makeUser(email: "someone-\(expected)@example.com", isPrivateEmail: false, orgID: orgID)
+                let nonce = try await h.issueNonce()
+                let authorization = try h.emulator.authorize(user: user, clientID: OrchardHarness.clientID, nonce: OrchardHarness.hashNonce(nonce))
+                var claims = h.emulator.identityTokenClaims(
+                    user: user,
+                    clientID: OrchardHarness.clientID,
+                    nonce: OrchardHarness.hashNonce(nonce),
+                    authorizationCode: authorization.authorizationCode
+                )
+                claims["email_verified"] = nil
+                let token = try h.emulator.signIdentityToken(claims: claims)
+                let answer = try await h.request(
+                    .POST,
+                    "/v1/auth/apple",
+                    json: ["identity_token": token, "authorization_code": authorization.authorizationCode, "nonce": nonce]
+                )
+                #expect(answer.status == 200)
+                let account = try #require(answer.json["account"] as? [String: Any])
+                #expect(account["email_verified"] as? Bool == expected, "org_id \(orgID ?? "none"): \(account)")
+            }
+        }
+    }
 }

@@ -139,13 +139,17 @@ extension Accounts {
         // Only a signed token vouches for an email: `user.email` from the app is never stored, or anyone could claim
         // someone else's address and take over an account a backend links by email.
         // An empty `email` (Apple sends one for some students' Managed Apple Accounts) is no email.
+        record.orgID = claims.orgID.flatMap { $0.isEmpty ? nil : $0 }
+        // `email_verified` describes the email beside it, so it moves only with that email: a token without one changes
+        // neither, and can never turn a stored unverified address into a verified one. An absent claim counts as
+        // verified for a consumer account and as unverified for a Managed Apple Account (`org_id`).
         if let emailSource, let email = emailSource.email, !email.value.isEmpty {
             record.sealedEmail = try seal(email.value, .email)
             record.isPrivateEmail = emailSource.isPrivateEmail ?? false
+            record.emailVerified = emailSource.emailVerified ?? (record.orgID == nil)
+        } else if isNew {
+            record.emailVerified = claims.emailVerified ?? (record.orgID == nil)
         }
-        // Absent counts as verified (consumer accounts); a Managed Apple Account's may be false.
-        record.emailVerified = (emailSource ?? claims).emailVerified ?? true
-        record.orgID = claims.orgID.flatMap { $0.isEmpty ? nil : $0 }
         record.clientID = claims.aud
         if completesTransfer {
             // Re-keyed from the transfer identifier to this team's subject.
@@ -173,7 +177,8 @@ extension Accounts {
             accountID: id,
             createdAt: now,
             expiresAt: now.addingTimeInterval(configuration.sessionTTL.seconds),
-            sealedDevice: try request.device.map { try vault.seal($0, context: SealingContext.session(sessionID)) }
+            sealedDevice: try request.device.map { try vault.seal($0, context: SealingContext.session(sessionID)) },
+            clientID: claims.aud
         )
         // If the account is deleted before this write, the grant Apple just gave goes to the revocation outbox instead:
         // nothing of the sign-in is stored, and the fresh token does not outlive the account it was meant for.
