@@ -103,6 +103,23 @@ struct AccessTokenTests {
         )
     }
 
+    @Test("a token's client_id is its session's: a session from the app keeps the app's after a sign-in on the web")
+    func clientIDOfTheSession() async throws {
+        try await OrchardHarness.with { h in
+            let user = h.emulator.makeUser()
+            let appSession = try await h.signUp(user)
+            let web = try await h.signIn(user, clientID: OrchardHarness.webClientID).response
+            #expect(web.status == 200)
+            let webSession = try #require((web.json["session"] as? [String: Any])?["token"] as? String)
+            // The account's latest sign-in was the web's; each session's tokens still name the app it was made in.
+            let fromApp = try Self.parts(try await Self.token(h, appSession)).claims
+            let fromWeb = try Self.parts(try await Self.token(h, webSession)).claims
+            #expect(fromApp["sub"] as? String == fromWeb["sub"] as? String)
+            #expect(fromApp["client_id"] as? String == OrchardHarness.clientID)
+            #expect(fromWeb["client_id"] as? String == OrchardHarness.webClientID)
+        }
+    }
+
     @Test("several audiences are an array; the lifetime is ORCHARD_ACCESS_TOKEN_TTL")
     func audiencesAndLifetime() async throws {
         try await OrchardHarness.with(

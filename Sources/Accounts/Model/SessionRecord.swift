@@ -20,6 +20,9 @@ public struct SessionRecord: Sendable, Equatable {
     public var sealedDevice: String?
     /// The last session check, to the minute (written at most once a minute).
     public var lastSeenAt: Date?
+    /// The Apple client id of the sign-in that created it (what its access tokens carry); `nil` for a session created
+    /// before Orchard kept it, whose account's client id stands in.
+    public var clientID: String?
 
     /// Creates a record.
     public init(
@@ -31,7 +34,8 @@ public struct SessionRecord: Sendable, Equatable {
         endedAt: Date? = nil,
         endReason: SessionEndReason? = nil,
         sealedDevice: String? = nil,
-        lastSeenAt: Date? = nil
+        lastSeenAt: Date? = nil,
+        clientID: String? = nil
     ) {
         self.id = id
         self.tokenHash = tokenHash
@@ -42,5 +46,6 @@ public struct SessionRecord: Sendable, Equatable {
         self.endReason = endReason
         self.sealedDevice = sealedDevice
         self.lastSeenAt = lastSeenAt
+        self.clientID = clientID
     }
 }

@@ -35,7 +35,8 @@ public struct AccessTokens: Sendable {
             iss: configuration.issuer,
             sub: account.id,
             sid: session.id,
-            clientID: account.clientID,
+            // The session's own client id: a token minted in one app is never presented as another's.
+            clientID: session.clientID ?? account.clientID,
             aud: AudienceClaim(value: configuration.effectiveAudiences),
             iat: issuedAt,
             nbf: issuedAt,

@@ -271,5 +271,10 @@ extension Migration {
                 "CREATE INDEX account_events_occurred_at ON account_events (occurred_at)",
             ]
         ),
+        Migration(
+            version: 12,
+            summary: "each session's Apple client id, which its access tokens carry",
+            statements: ["ALTER TABLE sessions ADD COLUMN client_id TEXT"]
+        ),
     ]
 }

@@ -154,10 +154,10 @@ public struct SQLAccountStore: AccountStore {
             }
             try await db.raw(
                 """
-                INSERT INTO sessions (id, token_hash, account_id, created_at, expires_at, sealed_device)
+                INSERT INTO sessions (id, token_hash, account_id, created_at, expires_at, sealed_device, client_id)
                 VALUES (\(bind: session.id), \(bind: session.tokenHash), \(bind: session.accountID),
                         \(bind: session.createdAt.milliseconds), \(bind: session.expiresAt.milliseconds),
-                        \(bind: session.sealedDevice))
+                        \(bind: session.sealedDevice), \(bind: session.clientID))
                 """
             ).run()
             try await Self.insertEvents(signIn.history, on: db)
@@ -217,7 +217,7 @@ public struct SQLAccountStore: AccountStore {
         s.id AS session_id, s.token_hash AS session_token_hash, s.account_id AS session_account_id,
         s.created_at AS session_created_at, s.expires_at AS session_expires_at, s.ended_at AS session_ended_at,
         s.end_reason AS session_end_reason, s.sealed_device AS session_sealed_device,
-        s.last_seen_at AS session_last_seen_at
+        s.last_seen_at AS session_last_seen_at, s.client_id AS session_client_id
         """
 
     /// A session read under the `session_` aliases of ``sessionColumns``.
@@ -231,7 +231,8 @@ public struct SQLAccountStore: AccountStore {
             endedAt: try row.date("session_ended_at"),
             endReason: try row.optionalString("session_end_reason").flatMap(SessionEndReason.init(rawValue:)),
             sealedDevice: try row.optionalString("session_sealed_device"),
-            lastSeenAt: try row.date("session_last_seen_at")
+            lastSeenAt: try row.date("session_last_seen_at"),
+            clientID: try row.optionalString("session_client_id")
         )
     }
 
