@@ -39,10 +39,12 @@ extension Accounts {
         return shown
     }
 
-    /// Ends the session `id` of the account behind `token`, as a sign-out on that device would.
+    /// Ends the session `id` of the account behind `token`, as a sign-out on that device would; `true` when it was the
+    /// asking session itself (a sign-out in every respect).
     ///
     /// - Throws: `not_found` when the account has no live session with that id (another account's is no different).
-    public func endSession(token: String, id: String) async throws(AccountsError) {
+    @discardableResult
+    public func endSession(token: String, id: String) async throws(AccountsError) -> Bool {
         let (caller, account) = try await liveSession(token: token)
         guard OpaqueID.isSessionID(id) else { throw AccountsError(.notFound, "no live session with that id") }
         // Ending one's own session from the list is a sign-out here; any other is a sign-out from another device.
@@ -51,6 +53,7 @@ extension Accounts {
             try await store.endSession(id: id, accountID: account.id, reason: .signedOut, cause: cause, at: clock.now())
         }
         guard ended else { throw AccountsError(.notFound, "no live session with that id") }
+        return id == caller.id
     }
 
     /// Ends every other live session of the account behind `token`; the asking one stays. Returns how many ended.

@@ -48,8 +48,13 @@ public func buildApplication(
 
     let router = Router(context: OrchardRequestContext.self)
     let table = RouteTable()
-    let limiter =
-        configuration.listener.rateLimitPerMinute > 0 ? RateLimiter(limit: configuration.listener.rateLimitPerMinute, clock: dependencies.clock) : nil
+    let perMinute = configuration.listener.rateLimitPerMinute
+    let limiters =
+        perMinute > 0
+        ? RouteLimiters(
+            clients: RateLimiter(limit: perMinute, clock: dependencies.clock),
+            sessions: RateLimiter(limit: perMinute, clock: dependencies.clock)
+        ) : nil
     if dependencies.tracesRequests {
         // Outermost, so the span covers the whole request, problem answers included; the span is named by the route
         // (`/v1/accounts/{id}`), and query values that may carry a credential are recorded as REDACTED.
@@ -61,7 +66,7 @@ public func buildApplication(
     router.middlewares.add(RequestMetricsMiddleware(factory: dependencies.metrics))
     router.middlewares.add(ProblemMiddleware(routes: table, log: ProblemLog(clock: dependencies.clock)))
     let routes = OrchardRoutes(router: router, table: table) { policy in
-        routeMiddlewares(policy, configuration: configuration, dependencies: dependencies, limiter: limiter)
+        routeMiddlewares(policy, configuration: configuration, dependencies: dependencies, limiters: limiters)
     }
     AuthController(accounts: accounts).addRoutes(to: routes)
     WebFlowController(
@@ -119,25 +124,37 @@ public func buildApplication(
     return OrchardApplication(application: application, lifecycle: lifecycle, jobs: jobs)
 }
 
-/// The middlewares that enforce `policy` on the routes registered with it: the rate limit (one ``RateLimiter``, so one
-/// budget per client across every limited route) and the cookie rules.
+/// The budgets of the rate-limited routes, one table per kind of key (`ORCHARD_RATE_LIMIT_PER_MINUTE` each).
+struct RouteLimiters: Sendable {
+    /// One budget per client address, shared by the anonymous routes.
+    let clients: RateLimiter<IPAddress>
+    /// One budget per session, shared by the signed-in routes that end sessions or mint tokens.
+    let sessions: RateLimiter<String>
+}
+
+/// The middlewares that enforce `policy` on the routes registered with it: the rate limits (one ``RateLimiter`` per kind
+/// of key, so one budget per client, or per session, across every route limited by it) and the cookie rules.
 func routeMiddlewares(
     _ policy: RoutePolicy,
     configuration: OrchardConfiguration,
     dependencies: OrchardDependencies,
-    limiter: RateLimiter?
+    limiters: RouteLimiters?
 ) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
     func rateLimit(clearsWebState: Bool) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
-        guard let limiter else { return [] }
+        guard let limiters else { return [] }
         let resolver = ClientAddressResolver(trustedProxies: configuration.listener.trustedProxies)
-        return [RateLimitMiddleware(limiter: limiter, resolver: resolver, metrics: dependencies.metrics, clearsWebState: clearsWebState)]
+        return [RateLimitMiddleware(limiter: limiters.clients, resolver: resolver, metrics: dependencies.metrics, clearsWebState: clearsWebState)]
     }
+    let cookieRules = { (ends: Bool) in CookieSessionMiddleware<OrchardRequestContext>(endsSession: ends, siteOrigin: configuration.siteOrigin) }
     switch policy {
     case .open: return []
     case .anonymous: return rateLimit(clearsWebState: false)
     case .webFlowCallback: return rateLimit(clearsWebState: true)
-    case .session: return [CookieSessionMiddleware(endsSession: false, siteOrigin: configuration.siteOrigin)]
-    case .endsSession: return [CookieSessionMiddleware(endsSession: true, siteOrigin: configuration.siteOrigin)]
+    case .session: return [cookieRules(false)]
+    case .endsSession: return [cookieRules(true)]
+    case .budgetedSession:
+        let budget = limiters.map { [SessionBudgetMiddleware<OrchardRequestContext>(limiter: $0.sessions, metrics: dependencies.metrics)] } ?? []
+        return budget + [cookieRules(false)]
     }
 }
 

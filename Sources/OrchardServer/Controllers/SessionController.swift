@@ -75,8 +75,8 @@ struct SessionController<Context: RequestContext>: Sendable {
         routes.add(.get, "/v1/session", .session, use: show)
         routes.add(.delete, "/v1/session", .endsSession, use: signOut)
         routes.add(.get, "/v1/sessions", .session, use: list)
-        routes.add(.delete, "/v1/sessions/{id}", .session, use: end)
-        routes.add(.delete, "/v1/sessions", .session, use: endOthers)
+        routes.add(.delete, "/v1/sessions/{id}", .budgetedSession, use: end)
+        routes.add(.delete, "/v1/sessions", .budgetedSession, use: endOthers)
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> SessionResponse {
@@ -110,18 +110,28 @@ struct SessionController<Context: RequestContext>: Sendable {
 
     @Sendable func end(_ request: Request, context: Context) async throws -> Response {
         let id = context.parameters.get("id") ?? ""
-        try await accounts.endSession(token: try Self.token(request), id: id)
-        return Response(status: .noContent)
+        let credential = try Self.credential(request)
+        let endedOwn = try await accounts.endSession(token: credential.token, id: id)
+        var response = Response(status: .noContent)
+        // Ending one's own session from the list is a sign-out in every respect: a cookie caller's browser forgets it.
+        if endedOwn, credential.viaCookie { SessionCookie.addClearing(to: &response.headers) }
+        return response
     }
 
     @Sendable func endOthers(_ request: Request, context: Context) async throws -> EndedResponse {
         EndedResponse(ended: try await accounts.endOtherSessions(token: try Self.token(request)))
     }
+
     /// The bearer or cookie token, or `session_invalid`.
     static func token(_ request: Request) throws -> String {
-        guard let (token, _) = request.sessionToken else {
+        try credential(request).token
+    }
+
+    /// The bearer or cookie token and whether it came in the cookie, or `session_invalid`.
+    static func credential(_ request: Request) throws -> (token: String, viaCookie: Bool) {
+        guard let credential = request.sessionToken else {
             throw AccountsError(.sessionInvalid, "no session token (Authorization: Bearer, or the __Host-orchard_session cookie)")
         }
-        return token
+        return credential
     }
 }

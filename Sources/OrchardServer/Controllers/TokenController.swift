@@ -37,7 +37,7 @@ struct TokenController<Context: RequestContext>: Sendable {
 
     /// Adds the routes.
     func addRoutes(to routes: OrchardRoutes<Context>) {
-        routes.add(.post, "/v1/session/token", .session, use: issue)
+        routes.add(.post, "/v1/session/token", .budgetedSession, use: issue)
         routes.add(.get, "/.well-known/jwks.json", use: keySet)
         routes.add(.get, "/.well-known/openid-configuration", use: discovery)
     }

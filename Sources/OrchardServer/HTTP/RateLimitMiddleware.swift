@@ -9,7 +9,7 @@ import NIOCore
 /// ``RoutePolicy/webFlowCallback`` routes (the four that issue nonces and states or sign in), which share one
 /// ``RateLimiter`` and so one budget per client; the notification endpoint is not limited.
 public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
-    let limiter: RateLimiter
+    let limiter: RateLimiter<IPAddress>
     let resolver: ClientAddressResolver
     let refused: Counter
     let clearsWebState: Bool
@@ -17,11 +17,12 @@ public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
     /// Creates the middleware.
     ///
     /// - Parameters:
-    ///   - limiter: The budgets, shared by every limited route.
+    ///   - limiter: The budgets, shared by every limited route, one per client (an IPv6 client's is its /64's,
+    ///     ``IPAddress/budgetKey``).
     ///   - resolver: Who the client is.
     ///   - metrics: Where refusals are counted.
     ///   - clearsWebState: Whether a refusal also clears the web flow's binder (the callback's answers all do).
-    public init(limiter: RateLimiter, resolver: ClientAddressResolver, metrics: any MetricsFactory, clearsWebState: Bool = false) {
+    public init(limiter: RateLimiter<IPAddress>, resolver: ClientAddressResolver, metrics: any MetricsFactory, clearsWebState: Bool = false) {
         self.limiter = limiter
         self.resolver = resolver
         self.refused = Counter(label: "orchard_rate_limited_total", factory: metrics)
@@ -34,7 +35,7 @@ public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
         guard let client = resolver.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor]) else {
             return try await next(request, context)
         }
-        guard let retryAfter = limiter.acquire(client) else {
+        guard let retryAfter = limiter.acquire(client.budgetKey) else {
             return try await next(request, context)
         }
         refused.increment()

@@ -2,23 +2,24 @@ public import AppleID
 import Foundation
 import Synchronization
 
-/// One token bucket per client (an IPv4 address, or an IPv6 /64), in memory (limits are per replica): `limit` requests per minute, refilled
-/// continuously, with a burst of the same size.
+/// One token bucket per key (a client's address for the anonymous routes, a session for the signed-in ones that end
+/// sessions or mint tokens), in memory (limits are per replica): `limit` requests per minute, refilled continuously,
+/// with a burst of the same size.
 ///
 /// A bucket that has refilled completely is the same as no bucket, so such buckets are dropped from time to time:
-/// the table holds only the clients seen in the last minute, whatever number of addresses a flood comes from.
-public final class RateLimiter: Sendable {
+/// the table holds only the keys seen in the last minute, whatever number of addresses or tokens a flood comes from.
+public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: Date
     }
 
     private struct State {
-        var buckets: [IPAddress: Bucket] = [:]
+        var buckets: [Key: Bucket] = [:]
         var insertsSincePrune = 0
     }
 
-    /// Requests per minute per client (and the burst).
+    /// Requests per minute per key (and the burst).
     public let limit: Int
     private let clock: any WallClock
     private let state = Mutex(State())
@@ -27,7 +28,7 @@ public final class RateLimiter: Sendable {
     /// Creates the limiter.
     ///
     /// - Parameters:
-    ///   - limit: Requests per minute per client, and the burst; must be positive.
+    ///   - limit: Requests per minute per key, and the burst; must be positive.
     ///   - clock: The time refills are measured with.
     public init(limit: Int, clock: any WallClock) {
         precondition(limit > 0, "a rate limit of 0 is no limiter at all")
@@ -35,10 +36,9 @@ public final class RateLimiter: Sendable {
         self.clock = clock
     }
 
-    /// Takes one token from `client`'s bucket (an IPv6 client's is its /64's, ``IPAddress/budgetKey``): `nil` when the
-    /// request may go on, else the whole seconds until the bucket holds a token again (at least 1), for `Retry-After`.
-    public func acquire(_ address: IPAddress) -> Int? {
-        let client = address.budgetKey
+    /// Takes one token from `client`'s bucket: `nil` when the request may go on, else the whole seconds until the bucket
+    /// holds a token again (at least 1), for `Retry-After`.
+    public func acquire(_ client: Key) -> Int? {
         let now = clock.now()
         let capacity = Double(limit)
         let rate = perSecond

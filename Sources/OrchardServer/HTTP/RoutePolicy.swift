@@ -15,4 +15,7 @@ public enum RoutePolicy: Sendable, Hashable, CaseIterable {
     case session
     /// A ``session`` route that ends the session: its cookie-authenticated answers clear the site.
     case endsSession
+    /// A ``session`` route that ends sessions or mints access tokens: before anything else, one budget per session shared
+    /// by every such route (``SessionBudgetMiddleware``).
+    case budgetedSession
 }

@@ -43,14 +43,22 @@ extension SQLAccountStore {
         return try await endSession(tokenHash: tokenHash, reason: reason, cause: cause, at: at)
     }
 
-    /// Ends every live session of the account but one, in one statement.
+    /// Ends every live session of the account but one: read first, so that a change that would end nothing commits
+    /// nothing and announces nothing to the replicas, and the replicas are told exactly which sessions end.
     public func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int {
-        try await database.endingSessions(.accounts([accountID])) { db in
+        let others = try await database.read(
+            """
+            SELECT token_hash FROM sessions
+            WHERE account_id = \(bind: accountID) AND token_hash <> \(bind: keepingTokenHash) AND ended_at IS NULL
+                AND expires_at > \(bind: at.milliseconds)
+            """
+        ).map { try $0.string("token_hash") }
+        guard !others.isEmpty else { return 0 }
+        return try await database.endingSessions(.sessions(others)) { db in
             let ended = try await db.raw(
                 """
                 UPDATE sessions SET ended_at = \(bind: at.milliseconds), end_reason = \(bind: reason.rawValue)
-                WHERE account_id = \(bind: accountID) AND token_hash <> \(bind: keepingTokenHash) AND ended_at IS NULL
-                    AND expires_at > \(bind: at.milliseconds)
+                WHERE token_hash IN (\(binds: others)) AND ended_at IS NULL
                 RETURNING id
                 """
             ).all().map { try $0.string("id") }
