@@ -2,7 +2,9 @@ import Foundation
 import JWTKit
 
 /// One developer team's Sign in with Apple key and the client ids (App IDs, Services IDs) that belong to it.
-public struct AppleTeam: Sendable, Equatable {
+///
+/// It describes itself without its key, since anything a library may log (a configuration, a service) may reach it.
+public struct AppleTeam: Sendable, Equatable, CustomStringConvertible {
     /// The 10-character team id: a client secret's `iss`.
     public var teamID: String
     /// The key's id: a client secret's header `kid`.
@@ -19,6 +21,9 @@ public struct AppleTeam: Sendable, Equatable {
         self.privateKeyPEM = privateKeyPEM
         self.clientIDs = clientIDs
     }
+
+    /// The team, its key id and its client ids; the key shown as `<redacted>`.
+    public var description: String { "AppleTeam(teamID: \(teamID), keyID: \(keyID), privateKeyPEM: <redacted>, clientIDs: \(clientIDs))" }
 }
 
 /// Signs the client secrets Apple's REST endpoints authenticate Orchard with, and keeps them until they are half spent.

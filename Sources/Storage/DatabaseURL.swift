@@ -1,9 +1,20 @@
-/// Where the database is (`ORCHARD_DATABASE_URL`): `sqlite:PATH` or `postgres://USER:PASS@HOST:PORT/DB`.
-public enum DatabaseURL: Sendable, Equatable {
+import AppleID
+
+/// Where the database is (`ORCHARD_DATABASE_URL`): `sqlite:PATH` or `postgres://USER:PASS@HOST:PORT/DB`. It describes
+/// itself with a PostgreSQL URL's credentials redacted.
+public enum DatabaseURL: Sendable, Equatable, CustomStringConvertible {
     /// An embedded SQLite file.
     case sqlite(path: String)
     /// A PostgreSQL server (the URL as given).
     case postgres(url: String)
+
+    /// `sqlite:PATH`, or the PostgreSQL URL with its userinfo and query shown as `<redacted>`.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): "sqlite:\(path)"
+        case .postgres(let url): URLRedaction.redactingCredentials(url)
+        }
+    }
 
     /// Parses the setting.
     ///

@@ -65,16 +65,19 @@ struct ServeCommand: AsyncParsableCommand {
             // client those jobs use to reach Apple and the receivers, and last the span exporter, which flushes what
             // they traced. Past ORCHARD_SHUTDOWN_GRACE, what is left is cancelled (and its jobs are taken over when
             // their leases end).
+            // Each service is named here: the group logs the names, and a default description reaches what a service
+            // holds (the OTLP exporter's headers may carry a credential).
             var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
-                .init(service: HTTPClientService(client: httpClient)),
-                .init(service: built.application),
+                .init(service: HTTPClientService(client: httpClient), serviceName: "HTTPClientService"),
+                .init(service: built.application, serviceName: "Application"),
             ]
-            if let tracing { services.insert(.init(service: tracing), at: 0) }
+            if let tracing { services.insert(.init(service: tracing, serviceName: "OTelTracing"), at: 0) }
             // Last, so that a signal reaches it first (the group shuts its services down in reverse order).
             services.append(
                 .init(
                     service: ShutdownDeadline(grace: configuration.listener.shutdownGrace, logger: logger),
-                    successTerminationBehavior: .ignore
+                    successTerminationBehavior: .ignore,
+                    serviceName: "ShutdownDeadline"
                 )
             )
             var group = ServiceGroupConfiguration(

@@ -8,12 +8,15 @@ import ServiceLifecycle
 /// contract's shutdown says. Without it, a task that ignores cancellation keeps serve from exiting: a query sent to a
 /// PostgreSQL server that stopped answering, which PostgresNIO cannot take back, holds serve until `ServiceGroup`'s own
 /// limit crashes it.
-struct ShutdownDeadline: Service {
+struct ShutdownDeadline: Service, CustomStringConvertible {
     /// How long after the grace the cancelled tasks and the database's closing may take.
     static let cancellation = Duration.seconds(5)
 
     let grace: Duration
     let logger: Logger
+
+    /// Its grace (a service group logs each service's description).
+    var description: String { "ShutdownDeadline(grace: \(grace))" }
 
     func run() async throws {
         do {

@@ -1,3 +1,4 @@
+import AppleID
 public import Foundation
 
 /// The lifecycle events the app's other backends are told about (a webhook's `type`).
@@ -13,12 +14,15 @@ public enum WebhookEventType: String, Sendable, CaseIterable {
 }
 
 /// Turns a lifecycle event into its outbox rows: one per configured webhook URL, written in the transaction of the
-/// change the event reports.
-public struct WebhookFanout: Sendable {
+/// change the event reports. It describes itself with the URLs' credentials redacted.
+public struct WebhookFanout: Sendable, CustomStringConvertible {
     /// Where events go (`ORCHARD_WEBHOOK_URLS`).
     let urls: [String]
     /// The ids of events and rows.
     let random: any RandomSource
+
+    /// The URLs as logs show them.
+    public var description: String { "WebhookFanout(urls: \(urls.map(URLRedaction.redactingCredentials)))" }
 
     /// Creates the fan-out to `urls`.
     public init(urls: [String], random: any RandomSource) {

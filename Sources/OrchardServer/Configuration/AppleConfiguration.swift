@@ -3,7 +3,9 @@ public import Foundation
 
 /// Apple's side: the developer teams whose keys sign client secrets, their client ids, and where Apple is reached
 /// (`APPLE_TEAM_ID`, `APPLE_KEY_ID`, `APPLE_PRIVATE_KEY_FILE`, `APPLE_CLIENT_IDS` or `apple.teams`; `APPLE_BASE_URL`).
-public struct AppleConfiguration: Sendable {
+///
+/// It describes itself without the private key.
+public struct AppleConfiguration: Sendable, CustomStringConvertible {
     /// Apple's own base URL.
     public static let productionBaseURL = URL(string: "https://appleid.apple.com")!
 
@@ -22,6 +24,11 @@ public struct AppleConfiguration: Sendable {
 
     /// None: for commands that do not call Apple.
     public init() {}
+
+    /// Every field but the key, shown as `<redacted>`.
+    public var description: String {
+        "AppleConfiguration(teamID: \(teamID), keyID: \(keyID), privateKeyPEM: <redacted>, clientIDs: \(clientIDs), teams: \(teams), baseURL: \(baseURL))"
+    }
 
     /// Reads Apple's settings; with `required`, a team must be configured and its keys are read.
     /// - Throws: ``ConfigurationError`` naming the first setting that is wrong.

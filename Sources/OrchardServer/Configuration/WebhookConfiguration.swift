@@ -1,8 +1,11 @@
+import AppleID
 public import Foundation
 
 /// The app's other backends told about lifecycle events, and the secret that signs the webhooks
 /// (`ORCHARD_WEBHOOK_URLS`, `ORCHARD_WEBHOOK_SECRET`).
-public struct WebhookConfiguration: Sendable {
+///
+/// It describes itself with the URLs' credentials and the secret redacted.
+public struct WebhookConfiguration: Sendable, CustomStringConvertible {
     /// `ORCHARD_WEBHOOK_URLS`.
     public var urls: [URL] = []
     /// `ORCHARD_WEBHOOK_SECRET` (`whsec_` + base64 of the key, or the key's bytes).
@@ -10,6 +13,11 @@ public struct WebhookConfiguration: Sendable {
 
     /// None.
     public init() {}
+
+    /// The URLs as logs show them, and whether a secret is set.
+    public var description: String {
+        "WebhookConfiguration(urls: \(urls.map { URLRedaction.redactingCredentials($0.absoluteString) }), secret: \(secret == nil ? "nil" : "<redacted>"))"
+    }
 
     /// Reads the webhooks' settings.
     /// - Throws: ``ConfigurationError`` for a URL that is not one, or URLs without a secret.

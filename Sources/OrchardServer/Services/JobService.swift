@@ -6,10 +6,13 @@ import Synchronization
 
 /// Runs every registered job handler on the job engine, until graceful shutdown.
 ///
+/// It describes itself by its kinds only: swift-service-lifecycle logs each service's description when a group starts,
+/// and the handlers hold what must never reach a log (a webhook URL's credentials, the vault).
+///
 /// Each handler gets its own loop: a pass at start-up, whenever a request wakes its kind, and at least every second; a
 /// pass that claimed a full batch is followed by another at once. Graceful shutdown ends the loops between passes: a
 /// pass under way finishes its batch and records the outcomes, so no job is left to wait for its lease.
-public struct JobService: Service {
+public struct JobService: Service, CustomStringConvertible {
     /// The engine every pass runs on.
     let engine: JobEngine
     /// One handler per kind.
@@ -29,6 +32,9 @@ public struct JobService: Service {
         self.tick = tick
         self.logger = logger
     }
+
+    /// `JobService(revocation, notification, …)`: its kinds, nothing they hold.
+    public var description: String { "JobService(\(handlers.map { "\($0.kind)" }.joined(separator: ", ")))" }
 
     /// Drains each kind once, one kind after the other, as the loops would on a tick: passes until one claims less than
     /// a full batch (only `kinds`, when given). Returns how many jobs each kind claimed. For tests that drive the jobs
