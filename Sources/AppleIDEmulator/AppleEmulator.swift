@@ -73,9 +73,10 @@ public final class AppleEmulator: Sendable {
     ///
     /// - Parameters:
     ///   - sub: The subject; a fresh one in Apple's format by default.
-    ///   - email: The address the app sees; a fresh private relay address by default.
-    ///   - isPrivateEmail: Whether the address is a relay address; by default, whether it ends in
-    ///     `@privaterelay.appleid.com`.
+    ///   - email: The address the app sees; a fresh private relay address by default, under `relayDomain`.
+    ///   - isPrivateEmail: Whether the address is a relay address; by default, whether it ends in either relay domain.
+    ///   - relayDomain: The domain of a fresh relay address (the configured ``AppleEmulatorConfiguration/relayDomain``
+    ///     by default).
     public func makeUser(
         sub: String? = nil,
         email: String? = nil,
@@ -84,13 +85,14 @@ public final class AppleEmulator: Sendable {
         realUserStatus: Int = 2,
         firstName: String? = nil,
         lastName: String? = nil,
-        orgID: String? = nil
+        orgID: String? = nil,
+        relayDomain: String? = nil
     ) -> EmulatedUser {
-        let email = email ?? EmulatedUser.makePrivateRelayEmail()
+        let email = email ?? EmulatedUser.makePrivateRelayEmail(domain: relayDomain ?? configuration.relayDomain)
         let user = EmulatedUser(
             sub: sub ?? EmulatedUser.makeSubject(),
             email: email,
-            isPrivateEmail: isPrivateEmail ?? email.hasSuffix("@\(EmulatedUser.privateRelayDomain)"),
+            isPrivateEmail: isPrivateEmail ?? EmulatedUser.isPrivateRelay(email),
             emailVerified: emailVerified,
             realUserStatus: realUserStatus,
             firstName: firstName,

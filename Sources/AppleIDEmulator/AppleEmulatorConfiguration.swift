@@ -73,6 +73,9 @@ public struct AppleEmulatorConfiguration: Sendable {
     /// The organization of every user the emulator makes (`--org-id`): a Work & School installation, whose identity
     /// tokens carry `org_id` (Managed Apple Accounts); `nil` for consumer Apple IDs.
     public var orgID: String? = nil
+    /// The domain of the private-relay addresses it makes (`--relay-domain`): `privaterelay.appleid.com`, or Apple's
+    /// newer `private.icloud.com`.
+    public var relayDomain: String = EmulatedUser.privateRelayDomain
 
     /// Creates a configuration.
     public init(

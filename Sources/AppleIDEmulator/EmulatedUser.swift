@@ -40,14 +40,21 @@ public struct EmulatedUser: Sendable, Hashable, Codable {
 
     /// The domain of Apple's private email relay.
     public static let privateRelayDomain = "privaterelay.appleid.com"
+    /// The domain of the relay addresses Apple makes from late 2026.
+    public static let newerPrivateRelayDomain = "private.icloud.com"
+
+    /// Whether `email` is an address of either relay domain.
+    public static func isPrivateRelay(_ email: String) -> Bool {
+        email.hasSuffix("@\(privateRelayDomain)") || email.hasSuffix("@\(newerPrivateRelayDomain)")
+    }
 
     /// A fresh subject in Apple's format, `000123.<32 lowercase hex>.0456`.
     public static func makeSubject() -> String {
         RandomToken.appleSubject()
     }
 
-    /// A fresh private relay address, e.g. `ugs6qtpehf@privaterelay.appleid.com`.
-    public static func makePrivateRelayEmail() -> String {
-        "\(RandomToken.lowercaseAlphanumeric(10))@\(privateRelayDomain)"
+    /// A fresh private relay address under `domain`, e.g. `ugs6qtpehf@privaterelay.appleid.com`.
+    public static func makePrivateRelayEmail(domain: String = privateRelayDomain) -> String {
+        "\(RandomToken.lowercaseAlphanumeric(10))@\(domain)"
     }
 }

@@ -23,6 +23,8 @@ extension EmulatorControlController {
         var isPrivateEmail: Bool?
         var emailVerified: Bool?
         var orgID: String?
+        /// The domain of a new user's relay address: `privaterelay.appleid.com` or `private.icloud.com`.
+        var relayDomain: String?
 
         private enum CodingKeys: String, CodingKey {
             case sub, email
@@ -31,6 +33,7 @@ extension EmulatorControlController {
             case isPrivateEmail = "is_private_email"
             case emailVerified = "email_verified"
             case orgID = "org_id"
+            case relayDomain = "relay_domain"
         }
     }
 

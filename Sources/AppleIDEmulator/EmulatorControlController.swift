@@ -60,29 +60,7 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
     }
 
     private func authorize(_ body: AuthorizeRequest) async throws -> Response {
-        let input = body.user
-        var user: EmulatedUser
-        if let sub = input?.sub, let known = emulator.user(sub: sub) {
-            user = known
-            if let email = input?.email {
-                user.email = email
-                user.isPrivateEmail = input?.isPrivateEmail ?? email.hasSuffix("@\(EmulatedUser.privateRelayDomain)")
-            }
-            user.firstName = input?.firstName ?? user.firstName
-            user.lastName = input?.lastName ?? user.lastName
-            user.emailVerified = input?.emailVerified ?? user.emailVerified
-            user.orgID = input?.orgID ?? user.orgID
-        } else {
-            user = emulator.makeUser(
-                sub: input?.sub,
-                email: input?.email,
-                isPrivateEmail: input?.isPrivateEmail,
-                emailVerified: input?.emailVerified ?? true,
-                firstName: input?.firstName,
-                lastName: input?.lastName,
-                orgID: input?.orgID
-            )
-        }
+        let user = resolve(body.user)
         let authorization: EmulatedAuthorization
         do {
             authorization = try emulator.authorize(
@@ -101,30 +79,35 @@ struct EmulatorControlController<Context: RequestContext>: Sendable {
 
     /// `POST /_emulator/web-user`: who consents on `/auth/authorize` from now on (a known `sub`, or a new user).
     private func setWebUser(_ input: UserInput) async throws -> Response {
-        var user: EmulatedUser
-        if let sub = input.sub, let known = emulator.user(sub: sub) {
-            user = known
-            if let email = input.email {
-                user.email = email
-                user.isPrivateEmail = input.isPrivateEmail ?? email.hasSuffix("@\(EmulatedUser.privateRelayDomain)")
-            }
-            user.firstName = input.firstName ?? user.firstName
-            user.lastName = input.lastName ?? user.lastName
-            user.emailVerified = input.emailVerified ?? user.emailVerified
-            user.orgID = input.orgID ?? user.orgID
-        } else {
-            user = emulator.makeUser(
-                sub: input.sub,
-                email: input.email,
-                isPrivateEmail: input.isPrivateEmail,
-                emailVerified: input.emailVerified ?? true,
-                firstName: input.firstName,
-                lastName: input.lastName,
-                orgID: input.orgID
-            )
-        }
+        let user = resolve(input)
         emulator.setWebUser(user)
         return try Self.json(["sub": user.sub, "email": user.email ?? ""])
+    }
+
+    /// The user a control request names: a known `sub` with the fields it gives changed, or a new user made from them
+    /// (a fresh relay address under `relay_domain` when no email is given).
+    private func resolve(_ input: UserInput?) -> EmulatedUser {
+        guard let sub = input?.sub, var user = emulator.user(sub: sub) else {
+            return emulator.makeUser(
+                sub: input?.sub,
+                email: input?.email,
+                isPrivateEmail: input?.isPrivateEmail,
+                emailVerified: input?.emailVerified ?? true,
+                firstName: input?.firstName,
+                lastName: input?.lastName,
+                orgID: input?.orgID,
+                relayDomain: input?.relayDomain
+            )
+        }
+        if let email = input?.email {
+            user.email = email
+            user.isPrivateEmail = input?.isPrivateEmail ?? EmulatedUser.isPrivateRelay(email)
+        }
+        user.firstName = input?.firstName ?? user.firstName
+        user.lastName = input?.lastName ?? user.lastName
+        user.emailVerified = input?.emailVerified ?? user.emailVerified
+        user.orgID = input?.orgID ?? user.orgID
+        return user
     }
 
     private func revokeGrant(_ body: RevokeGrantRequest) async throws -> Response {

@@ -66,6 +66,15 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
     )
     var orgID: String?
 
+    @Option(
+        name: .customLong("relay-domain"),
+        help: ArgumentHelp(
+            "The domain of the private-relay addresses it makes: privaterelay.appleid.com (default) or Apple's newer private.icloud.com.",
+            valueName: "domain"
+        )
+    )
+    var relayDomain: String = EmulatedUser.privateRelayDomain
+
     func validate() throws {
         guard (0...65_535).contains(port) else { throw ValidationError("--port must be 0-65535") }
         guard latencyMS >= 0 else { throw ValidationError("--latency-ms must not be negative") }
@@ -116,6 +125,7 @@ struct AppleEmulatorCommand: AsyncParsableCommand {
             notifyURL: notifyURL
         )
         configuration.orgID = orgID
+        configuration.relayDomain = relayDomain
         if !teams.isEmpty {
             let parsed = try teams.map(Self.parseTeam)
             configuration.teamID = parsed[0].teamID

@@ -32,6 +32,24 @@ struct ControlAPITests {
         }
     }
 
+    @Test("a user's relay address is made under private.icloud.com when the control API's user asks for it")
+    func newerRelayDomain() async throws {
+        try await EmulatorHarness.with { h in
+            let newer = try await h.postJSON(
+                "/_emulator/authorize",
+                ["client_id": EmulatorHarness.appID, "user": ["relay_domain": "private.icloud.com"]]
+            )
+            #expect(newer.status == 200)
+            let email = try #require(newer["email"])
+            #expect(email.hasSuffix("@private.icloud.com"), "\(email)")
+            let token = try EmulatorHarness.decode(try #require(newer["identity_token"])).payload
+            #expect(token["email"] as? String == email)
+            #expect(token["is_private_email"] as? Bool == true)
+            let older = try await h.postJSON("/_emulator/authorize", ["client_id": EmulatorHarness.appID])
+            #expect(older["email"]?.hasSuffix("@privaterelay.appleid.com") == true, "the default stays the older domain")
+        }
+    }
+
     @Test("POST /_emulator/authorize mints a token and a code that exchange; a known sub signs the same user in again")
     func authorize() async throws {
         try await EmulatorHarness.with { h in

@@ -50,6 +50,21 @@ struct SignInTests {
         }
     }
 
+    @Test("is_private_email is the token's claim whatever the relay domain: private.icloud.com is private, a lookalike is not")
+    func privateEmailFromTheClaim() async throws {
+        try await OrchardHarness.with { h in
+            let newer = h.emulator.makeUser(relayDomain: EmulatedUser.newerPrivateRelayDomain)
+            let (answer, _, _) = try await h.signIn(newer)
+            let account = try #require(answer.json["account"] as? [String: Any])
+            #expect((account["email"] as? String)?.hasSuffix("@private.icloud.com") == true)
+            #expect(account["is_private_email"] as? Bool == true)
+            // An address that merely looks like a relay one, with the claim false, is not private.
+            let lookalike = h.emulator.makeUser(email: "someone@privaterelay.appleid.com.example", isPrivateEmail: false)
+            let (shown, _, _) = try await h.signIn(lookalike)
+            #expect((shown.json["account"] as? [String: Any])?["is_private_email"] as? Bool == false)
+        }
+    }
+
     @Test("a returning user keeps the first authorization's name and gets a new session")
     func returningAccount() async throws {
         try await OrchardHarness.with { h in

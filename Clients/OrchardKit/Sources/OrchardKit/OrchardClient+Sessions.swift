@@ -40,12 +40,28 @@ extension OrchardClient {
     ///
     /// Ending this device's own session signs the app out, as ``signOut()`` does.
     /// - Throws: ``OrchardError/problem(_:status:detail:reason:)`` with ``ProblemCode/notFound`` when the id is not one
-    ///   of the user's live sessions (it ended already, or was never theirs).
+    ///   of the user's live sessions (it ended already, or was never theirs), and without asking Orchard when it is not
+    ///   shaped like a session id (`sess_` and letters, digits, `_` or `-`): an id that is a path (`../account`) must
+    ///   never reach another route.
     public func endSession(id: String) async throws(OrchardError) {
+        guard Self.isSessionID(id) else {
+            throw .problem(.notFound, status: 404, detail: "not a session id", reason: nil)
+        }
         let stored = try storedSession()
         let _: Empty = try await call("DELETE", "/v1/sessions/\(id)", bearer: stored.token)
         // If that was this device's session, Orchard now answers session_revoked, and that signs the app out.
         _ = try? await sessions()
+    }
+
+    /// Whether `id` has the shape of a session id as ``sessions()`` lists them: `sess_` and 1 to 64 ASCII letters,
+    /// digits, `_` or `-`.
+    static func isSessionID(_ id: String) -> Bool {
+        let rest = id.utf8.dropFirst(5)
+        return id.hasPrefix("sess_") && (1...64).contains(rest.count)
+            && rest.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+            }
     }
 
     /// Signs out every other device of the user; this one stays signed in.

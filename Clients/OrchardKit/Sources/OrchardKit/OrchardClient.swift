@@ -64,8 +64,9 @@ public actor OrchardClient {
     private let urlSession: URLSession
     private let credentialStates: (any CredentialStateProvider)?
     private var wipeHandlers: [@Sendable () async -> Void] = []
-    /// How many times ``wipe(_:)`` has run. A call that stores a session or publishes `signedIn` after waiting on
-    /// Orchard reads it before its request and goes ahead only if it has not moved.
+    /// Moves each time the stored session goes or is replaced (every ``wipe(_:)``, and every sign-in). A call that
+    /// stores a session, publishes `signedIn` or keeps an access token after waiting on Orchard reads it before its
+    /// request and goes ahead only if it has not moved.
     private(set) var wipeGeneration = 0
     /// The access token ``accessToken()`` got last, while it has more than a fifth of its lifetime left.
     var cachedAccessToken: CachedAccessToken?
@@ -180,6 +181,10 @@ public actor OrchardClient {
         } catch {
             throw .transport("the session could not be stored: \(error)")
         }
+        // The new session replaces any earlier one: an access token of the earlier session (perhaps another user's) is
+        // never handed out for it, including one that a call still waiting on Orchard would keep.
+        cachedAccessToken = nil
+        wipeGeneration += 1
         publish(.signedIn(answer.account))
         return answer.account
     }

@@ -43,4 +43,28 @@ struct AccessTokenTests {
         try await client.signOut()
         await #expect(throws: OrchardError.self) { try await client.accessToken() }
     }
+
+    @Test("a second user's sign-in on the same client never gets the first user's cached token")
+    func secondUserGetsTheirOwn() async throws {
+        let servers = try await Servers.start()
+        defer { servers.stop() }
+        let first = try await OrchardClientTests.signIn(servers)
+        let client = first.client
+        let firstToken = try await client.accessToken()
+        #expect(Self.claims(firstToken)["sub"] as? String == first.account.id)
+
+        // Another user signs in on this client without a sign-out in between.
+        let nonce = try await client.nonce()
+        let sub = "001234.\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()).0002"
+        let authorization = try await servers.authorize(sub: sub, nonce: nonce.value)
+        let second = try await client.signIn(
+            identityToken: authorization.identityToken,
+            authorizationCode: authorization.authorizationCode,
+            nonce: nonce.value
+        )
+        #expect(second.id != first.account.id)
+        let secondToken = try await client.accessToken()
+        #expect(secondToken != firstToken)
+        #expect(Self.claims(secondToken)["sub"] as? String == second.id)
+    }
 }

@@ -48,15 +48,48 @@ struct DeviceSessionsTests {
 
 @Suite("OrchardKit: the account's history and Work & School fields, against a real orchard serve", .serialized)
 struct AccountEventsTests {
-    @Test("events() pages the history newest first; Account carries emailVerified and orgID")
+    @Test("a Managed Apple Account decodes with its org_id and an unverified email; a consumer's with neither")
+    func managedAccount() async throws {
+        let servers = try await Servers.start()
+        defer { servers.stop() }
+        let managed = try await OrchardClientTests.signIn(servers, orgID: "org_school_1")
+        #expect(managed.account.orgID == "org_school_1")
+        #expect(managed.account.emailVerified == false)
+        #expect(managed.account.email == "ada@school.example")
+        let checked = try await managed.client.session()
+        #expect(checked.orgID == "org_school_1" && checked.emailVerified == false, "as GET /v1/session shows it")
+        let consumer = try await OrchardClientTests.signIn(servers)
+        #expect(consumer.account.orgID == nil)
+        #expect(consumer.account.emailVerified)
+    }
+
+    @Test("endSession(id:) refuses an id not shaped like a session id without asking Orchard")
+    func endSessionRefusesPaths() async throws {
+        let server = try GatedServer(answers: [:])
+        defer { server.stop() }
+        let store = try WipeRaceTests.fileStore()
+        defer { try? FileManager.default.removeItem(at: store.url.deletingLastPathComponent()) }
+        try store.save(try WipeRaceTests.storedSession())
+        let client = try OrchardClient(baseURL: server.url, store: store)
+        for id in ["../account", "sess_../../account", "sess_a/b", "sess_", "acct_1", "sess_abc%2F..", String(repeating: "a", count: 80)] {
+            do {
+                try await client.endSession(id: id)
+                Issue.record("endSession(id: \(id)) was sent")
+            } catch {
+                #expect(error.problemCode == .notFound, "\(id): \(error)")
+            }
+        }
+        #expect(server.requests.isEmpty, "\(server.requests)")
+        #expect(await client.state != .signedOut(.signedOut), "a refused id signs nobody out")
+    }
+
+    @Test("events() pages the history newest first, with each event's kind, reason and device")
     func events() async throws {
         let servers = try await Servers.start()
         defer { servers.stop() }
         let phone = try await OrchardClientTests.signIn(servers, device: "Ada's iPhone")
         let tablet = try await OrchardClientTests.signIn(servers, sub: phone.sub, device: "Ada's iPad")
         try await tablet.client.endSession(id: try #require(try await tablet.client.sessions().last?.id))
-        #expect(tablet.account.emailVerified)
-        #expect(tablet.account.orgID == nil)
 
         let first = try await tablet.client.events(limit: 2)
         #expect(first.events.map(\.kind) == [.signedOut, .signedIn])

@@ -39,7 +39,8 @@ struct OrchardClientTests {
         _ servers: Servers,
         credentialStates: (any CredentialStateProvider)? = nil,
         sub existing: String? = nil,
-        device: String? = nil
+        device: String? = nil,
+        orgID: String? = nil
     ) async throws -> Signed {
         let store = FileSessionStore(url: servers.folder.appendingPathComponent("app/session-\(UUID().uuidString).json"))
         let client = try OrchardClient(baseURL: servers.orchardURL, store: store, credentialStates: credentialStates)
@@ -52,7 +53,7 @@ struct OrchardClientTests {
         let nonce = try await client.nonce()
         let sub = existing ?? "001234.\(UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()).0001"
         // Apple gets the raw nonce here (Linux has no CryptoKit for `Nonce.sha256`); Orchard accepts either form.
-        let authorization = try await servers.authorize(sub: sub, nonce: nonce.value)
+        let authorization = try await servers.authorize(sub: sub, nonce: nonce.value, orgID: orgID)
         let account = try await client.signIn(
             identityToken: authorization.identityToken,
             authorizationCode: authorization.authorizationCode,

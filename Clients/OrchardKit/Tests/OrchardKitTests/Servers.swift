@@ -117,12 +117,16 @@ final class Servers: @unchecked Sendable {
         }
     }
 
-    /// The user's consent on Apple's sheet: an identity token carrying `nonce` and an authorization code.
-    func authorize(sub: String, nonce: String) async throws -> Authorization {
-        let body: [String: Any] = [
-            "client_id": Self.clientID, "nonce": nonce,
-            "user": ["sub": sub, "email": "\(sub)@privaterelay.appleid.com", "first_name": "Ada", "last_name": "Lovelace"],
-        ]
+    /// The user's consent on Apple's sheet: an identity token carrying `nonce` and an authorization code; with `orgID`,
+    /// a Managed Apple Account of that organization, whose email Apple has not verified.
+    func authorize(sub: String, nonce: String, orgID: String? = nil) async throws -> Authorization {
+        var user: [String: Any] = ["sub": sub, "email": "\(sub)@privaterelay.appleid.com", "first_name": "Ada", "last_name": "Lovelace"]
+        if let orgID {
+            user["org_id"] = orgID
+            user["email"] = "ada@school.example"
+            user["email_verified"] = false
+        }
+        let body: [String: Any] = ["client_id": Self.clientID, "nonce": nonce, "user": user]
         return try JSONDecoder().decode(Authorization.self, from: try await control("authorize", body))
     }
 

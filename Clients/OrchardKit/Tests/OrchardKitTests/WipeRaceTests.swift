@@ -123,6 +123,40 @@ struct WipeRaceTests {
         #expect(wipes.count == 0)
     }
 
+    @Test("accessToken() waiting on a slow Orchard, then a wipe: the token is not kept, and the next call asks again", arguments: Wipe.allCases)
+    func wipeDuringAccessToken(wipe: Wipe) async throws {
+        let server = try GatedServer(answers: [
+            "POST /v1/session/token": .init(
+                status: 200,
+                body: #"{"access_token": "minted-before-the-wipe", "token_type": "Bearer", "expires_in": 300}"#,
+                gated: true
+            ),
+            "DELETE /v1/session": .init(status: 204, body: ""),
+            "POST /v1/auth/apple": .init(
+                status: 200,
+                body: #"{"session": {"token": "new-token", "expires_at": "2100-01-01T00:00:00Z"}, "account": \#(Self.account)}"#
+            ),
+        ])
+        defer { server.stop() }
+        let store = try Self.fileStore()
+        defer { try? FileManager.default.removeItem(at: store.url.deletingLastPathComponent()) }
+        try store.save(try Self.storedSession())
+        let client = try OrchardClient(baseURL: server.url, store: store)
+
+        let asking = Task { try await client.accessToken() }
+        _ = try await poll("accessToken() to reach the server") { server.requests.contains("POST /v1/session/token") ? true : nil }
+        try await wipe.run(on: client)
+        server.openGate()
+        await #expect(throws: OrchardError.notSignedIn) { try await asking.value }
+        // Nothing was kept for the wiped session: signed out, there is no token to hand out.
+        await #expect(throws: OrchardError.notSignedIn) { try await client.accessToken() }
+
+        // Signed in again: the token minted for the wiped session is not handed out; Orchard is asked anew.
+        _ = try await client.signIn(identityToken: "identity", authorizationCode: "code", nonce: "nonce")
+        _ = try await client.accessToken()
+        #expect(server.requests.filter { $0 == "POST /v1/session/token" }.count == 2, "\(server.requests)")
+    }
+
     @Test("without a wipe, session() and signIn through the same slow server store and publish as before")
     func noWipe() async throws {
         let server = try GatedServer(answers: [
