@@ -14,6 +14,8 @@ import Synchronization
 public final class GatedDatabaseClient: WrappingDatabaseClient {
     private struct State {
         var predicate: (@Sendable (String) -> Bool)?
+        /// Holds a transaction inside itself, after its matching statement, rather than a read after it ran.
+        var inTransaction = false
         var held: CheckedContinuation<Void, Never>?
         var isHolding = false
     }
@@ -28,7 +30,19 @@ public final class GatedDatabaseClient: WrappingDatabaseClient {
 
     /// Holds back the next read that runs a statement matching `predicate`.
     public func arm(_ predicate: @escaping @Sendable (String) -> Bool) {
-        state.withLock { $0.predicate = predicate }
+        state.withLock {
+            $0.predicate = predicate
+            $0.inTransaction = false
+        }
+    }
+
+    /// Holds the next transaction that runs a statement matching `predicate` right after that statement, inside the
+    /// transaction: its locks stay held (and on SQLite the writer stays taken) until ``open()``.
+    public func armInTransaction(_ predicate: @escaping @Sendable (String) -> Bool) {
+        state.withLock {
+            $0.predicate = predicate
+            $0.inTransaction = true
+        }
     }
 
     /// Whether a read is being held.
@@ -79,9 +93,12 @@ public final class GatedDatabaseClient: WrappingDatabaseClient {
         return rows
     }
 
-    /// The wrapped database's transaction.
+    /// The wrapped database's transaction; while armed with ``armInTransaction(_:)``, held after a matching statement.
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await base.transaction(body)
+        guard let predicate = state.withLock({ $0.inTransaction ? $0.predicate : nil }) else { return try await base.transaction(body) }
+        return try await base.transaction { db in
+            try await body(HoldingSQLDatabase(base: db) { sql in if predicate(sql) { await self.hold() } })
+        }
     }
 
     /// The wrapped database's.
@@ -90,6 +107,33 @@ public final class GatedDatabaseClient: WrappingDatabaseClient {
         _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
         try await base.endingSessions(target, change)
+    }
+}
+
+/// An `SQLDatabase` that awaits `after` with the text of every statement once it has run.
+struct HoldingSQLDatabase: SQLDatabase {
+    let base: any SQLDatabase
+    let after: @Sendable (String) async -> Void
+
+    var logger: Logger { base.logger }
+    var eventLoop: any EventLoop { base.eventLoop }
+    var version: (any SQLDatabaseReportedVersion)? { base.version }
+    var dialect: any SQLDialect { base.dialect }
+    var queryLogLevel: Logger.Level? { base.queryLogLevel }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) -> EventLoopFuture<Void> {
+        let promise = eventLoop.makePromise(of: Void.self)
+        promise.completeWithTask { try await self.execute(sql: query, onRow) }
+        return promise.futureResult
+    }
+
+    func execute(sql query: any SQLExpression, _ onRow: @escaping @Sendable (any SQLRow) -> Void) async throws {
+        try await base.execute(sql: query, onRow)
+        await after(base.serialize(query).sql)
+    }
+
+    func withSession<R>(_ closure: @escaping @Sendable (any SQLDatabase) async throws -> R) async throws -> R {
+        try await base.withSession { try await closure(HoldingSQLDatabase(base: $0, after: after)) }
     }
 }
 

@@ -1,11 +1,13 @@
 import Accounts
 import AppleIDEmulator
 import Foundation
+import Logging
 import NIOHTTP1
 import OrchardServer
 import OrchardTesting
 import SQLKit
 import Storage
+import Synchronization
 import Testing
 
 @Suite("Each account's history through the HTTP API")
@@ -191,6 +193,50 @@ struct HistoryTests {
                 // The first sign-in is past the retention; its expiry, an hour later, is not yet.
                 #expect(kept.map { $0["type"] as? String } == ["signed_in", "signed_in", "signed_out"], "\(kept)")
                 #expect(kept.last?["session_id"] as? String == firstID)
+            }
+        )
+    }
+
+    @Test(
+        "the expiry pass never leaves an event behind for an account a deletion removes at the same moment",
+        .enabled(if: TestDatabase.selectedBackend == .postgres, "SQLite's one writer orders the two; the PostgreSQL pass runs it")
+    )
+    func expiryRacingDeletion() async throws {
+        let gate = Mutex<GatedDatabaseClient?>(nil)
+        try await OrchardHarness.with(
+            configure: { $0.lifecycle.sessionTTL = .seconds(3_600) },
+            wrapDatabase: { base in
+                let gated = GatedDatabaseClient(base)
+                gate.withLock { $0 = gated }
+                return gated
+            },
+            jobs: .byTest,
+            { h in
+                let gated = try #require(gate.withLock { $0 })
+                _ = try await h.signUp(h.emulator.makeUser())
+                let accountID = try #require(try await h.accounts.listAccounts().first?.id)
+                h.clock.advance(by: 3_601)
+                // The expiry pass writes its event and is held inside its transaction, before it commits.
+                gated.armInTransaction { $0.contains("INSERT INTO account_events") && $0.contains("'expired'") }
+                let expiring = Task { await h.runJobs(.retention) }
+                #expect(await eventually(timeout: 30) { gated.isHolding }, "the expiry pass reached its event")
+                // Meanwhile an operator deletes the account: it either waits for the expiry's transaction or finishes.
+                let deleting = Task { try await h.accounts.deleteAccount(id: accountID, reason: .byOperator, logger: Logger(label: "test")) }
+                let waitingOnLock: SQLQueryString = """
+                    SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+                    """
+                #expect(
+                    await eventually(timeout: 30) {
+                        let waiting = (try? await h.database.read(waitingOnLock).first?.decode(column: "n", as: Int.self)) ?? 0
+                        let accounts = try? await h.rowCount("accounts")
+                        return waiting > 0 || accounts == 0
+                    }
+                )
+                gated.open()
+                _ = await expiring.value
+                _ = try await deleting.value
+                #expect(try await h.rowCount("accounts") == 0)
+                #expect(try await h.rowCount("account_events WHERE account_id = '\(accountID)'") == 0, "an event outlived its account")
             }
         )
     }

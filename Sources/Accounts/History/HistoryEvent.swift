@@ -1,3 +1,5 @@
+import AppleID
+import Crypto
 public import Foundation
 
 /// One entry of an account's history: why it was signed in or out, what Apple said of it. It holds nothing personal in
@@ -54,8 +56,24 @@ extension HistoryEvent {
     /// repeated verdict is one event: the store adds none whose id is taken.
     public static func validation(accountID: String, reason: String, at: Date) -> HistoryEvent {
         let day = Int((at.timeIntervalSince1970 / 86_400).rounded(.down))
-        let account = accountID.hasPrefix("acct_") ? String(accountID.dropFirst(5)) : accountID
-        return HistoryEvent(id: "evt_\(account)_\(day)_\(reason)", accountID: accountID, kind: .appleValidation, occurredAt: at, reason: reason)
+        return HistoryEvent(
+            id: "evt_\(idPart(of: accountID))_\(day)_\(reason)",
+            accountID: accountID,
+            kind: .appleValidation,
+            occurredAt: at,
+            reason: reason
+        )
+    }
+
+    /// The part of an event id that names `accountID`: an Orchard id's random part (`acct_` dropped), or, for an
+    /// imported id of any other shape (up to 128 characters of `A-Z a-z 0-9 . _ - | : @`), the first 32 hex digits of
+    /// its SHA-256, so that every event id stays a cursor `before` accepts (`evt_` and lowercase letters, digits, `_`).
+    static func idPart(of accountID: String) -> String {
+        let random = accountID.utf8.dropFirst(5)
+        let isOrchards =
+            accountID.hasPrefix("acct_") && !random.isEmpty && random.count <= 40
+            && random.allSatisfy { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        return isOrchards ? String(accountID.dropFirst(5)) : String(SHA256.hash(utf8: accountID).hexString.prefix(32))
     }
 }
 
@@ -66,13 +84,15 @@ extension HistoryEvent {
         "evt_" + sessionID.dropFirst(5) + "x"
     }
 
-    /// ``signedOutID(sessionID:)`` as an SQL expression over a `sessions` row's `id`.
-    public static let signedOutIDSQL = "'evt_' || substr(id, 6) || 'x'"
+    /// ``signedOutID(sessionID:)`` as an SQL expression over a `sessions` row's id column (`column`).
+    public static func signedOutIDSQL(_ column: String = "id") -> String {
+        "'evt_' || substr(\(column), 6) || 'x'"
+    }
 
     /// The account's app transfer completed; an account completes one transfer, so its id names the account.
     public static func transferred(accountID: String, at: Date) -> HistoryEvent {
         HistoryEvent(
-            id: "evt_\(accountID.hasPrefix("acct_") ? String(accountID.dropFirst(5)) : accountID)_transferred",
+            id: "evt_\(idPart(of: accountID))_transferred",
             accountID: accountID,
             kind: .transferred,
             occurredAt: at

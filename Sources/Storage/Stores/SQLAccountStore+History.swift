@@ -70,7 +70,7 @@ extension SQLAccountStore: HistoryStore {
         try await db.raw(
             """
             INSERT INTO account_events (\(unsafeRaw: eventColumns))
-            SELECT \(unsafeRaw: HistoryEvent.signedOutIDSQL), account_id, 'signed_out', CAST(\(bind: cause.rawValue) AS TEXT), id, NULL,
+            SELECT \(unsafeRaw: HistoryEvent.signedOutIDSQL()), account_id, 'signed_out', CAST(\(bind: cause.rawValue) AS TEXT), id, NULL,
                 CAST(\(bind: at.milliseconds) AS BIGINT)
             FROM sessions WHERE id IN (\(binds: sessionIDs))
             ON CONFLICT (id) DO NOTHING

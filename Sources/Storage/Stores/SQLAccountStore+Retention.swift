@@ -42,11 +42,15 @@ extension SQLAccountStore: RetentionStore {
             ).all()
             let ids = try expired.map { try $0.string("id") }
             if !ids.isEmpty {
+                // Only for accounts that still exist, holding them (PostgreSQL: `FOR KEY SHARE`) until this commits: a
+                // deletion that removed the account first is waited for and seen, and one that comes after waits for
+                // these events and removes them with the rest of the history. Never an event of a deleted account.
                 try await db.raw(
                     """
                     INSERT INTO account_events (\(unsafeRaw: Self.eventColumns))
-                    SELECT \(unsafeRaw: HistoryEvent.signedOutIDSQL), account_id, 'signed_out', 'expired', id, NULL, expires_at
-                    FROM sessions WHERE id IN (\(binds: ids))
+                    SELECT \(unsafeRaw: HistoryEvent.signedOutIDSQL("s.id")), s.account_id, 'signed_out', 'expired', s.id, NULL, s.expires_at
+                    FROM sessions s JOIN accounts a ON a.id = s.account_id WHERE s.id IN (\(binds: ids))
+                    \(unsafeRaw: database.flavor == .postgres ? "FOR KEY SHARE OF a" : "")
                     ON CONFLICT (id) DO NOTHING
                     """
                 ).run()
