@@ -3,7 +3,7 @@ import Foundation
 import OrchardTesting
 import Testing
 
-@Suite("The orchard command line")
+@Suite("The orchard command line", .backendIndependent)
 struct CommandLineTests {
     @Test(
         "every command has --help",

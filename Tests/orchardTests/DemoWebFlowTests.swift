@@ -5,7 +5,7 @@ import OrchardTesting
 import Synchronization
 import Testing
 
-@Suite("orchard demo --serve: the web flow against the demo's emulator")
+@Suite("orchard demo --serve: the web flow against the demo's emulator", .backendIndependent)
 struct DemoWebFlowTests {
     @Test("--serve prints the account page's URL, and a browser's sign-in through the demo's emulator lands on it signed in")
     func demoServesTheWebFlow() async throws {

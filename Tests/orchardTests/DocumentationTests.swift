@@ -5,7 +5,7 @@ import Testing
 
 /// The documentation lives in this repository and follows the code: every route, problem code and webhook event is
 /// documented, and no page points at a file that is not here. (`DocumentedSettingsTests` does the same for settings.)
-@Suite("The documentation is complete and self-contained")
+@Suite("The documentation is complete and self-contained", .backendIndependent)
 struct DocumentationTests {
     static let root = BrowserTests.root
 

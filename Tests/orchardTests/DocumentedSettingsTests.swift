@@ -4,7 +4,7 @@ import Testing
 
 /// The configuration reference cannot drift from the code: every setting the loader and the components read is in the table of
 /// docs/configuration.md ("Settings"), every setting the table names is read, and `orchard config check` shows each of them.
-@Suite("The documented settings are the settings read")
+@Suite("The documented settings are the settings read", .backendIndependent)
 struct DocumentedSettingsTests {
     static func names(in text: some StringProtocol, quote: Character) -> Set<String> {
         var names: Set<String> = []

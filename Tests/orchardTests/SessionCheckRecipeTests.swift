@@ -10,7 +10,7 @@ import Glibc
 
 /// deploy/nginx/session-check.conf, run: nginx lets a request through to the app's backend only while Orchard accepts
 /// its session.
-@Suite("The nginx session-check recipe, run")
+@Suite("The nginx session-check recipe, run", .backendIndependent)
 struct SessionCheckRecipeTests {
     @Test("nginx's auth_request to GET /v1/session lets a live session through and refuses a signed-out one at once")
     func nginxSessionCheck() async throws {

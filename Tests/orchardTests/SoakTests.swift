@@ -112,6 +112,11 @@ struct SoakTests {
         let client = OrchardClient(baseURL: "http://127.0.0.1:\(server.port)", http: http, emulator: emulator)
         emulator.setNotifyURL(client.baseURL + "/v1/apple/notifications")
         let tally = Tally()
+        // The faults' and kills' choices come from one seeded generator: printed, so that a red run can be replayed with
+        // ORCHARD_SOAK_SEED (CI fixes it; elsewhere a fresh one each run).
+        let seed = Self.seed
+        print("soak: ORCHARD_SOAK_SEED=\(seed)")
+        let chance = SeededRandom(seed: seed)
         let started = ContinuousClock.now
         let end = started + .seconds(Self.seconds)
 
@@ -131,15 +136,15 @@ struct SoakTests {
             group.addTask {
                 let failures: [EmulatorFailure] = [.status(503), .status(500), .status(429), .timeout]
                 while ContinuousClock.now < end {
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 500...1500)))
-                    let failure = failures.randomElement()!
-                    emulator.injectFailure(endpoint: Bool.random() ? .revoke : .token, failure: failure, count: Int.random(in: 1...2))
+                    try await Task.sleep(for: .milliseconds(chance.int(in: 500...1500)))
+                    let failure = failures[chance.int(in: 0...(failures.count - 1))]
+                    emulator.injectFailure(endpoint: chance.int(in: 0...1) == 0 ? .revoke : .token, failure: failure, count: chance.int(in: 1...2))
                     tally.add("apple faults injected")
                 }
             }
             group.addTask {
                 while ContinuousClock.now + .seconds(Self.killEvery / 2) < end {
-                    try await Task.sleep(for: .seconds(Self.killEvery * Double.random(in: 0.5...1.5)))
+                    try await Task.sleep(for: .seconds(Self.killEvery * (0.5 + Double(chance.int(in: 0...1_000)) / 1_000)))
                     try await server.killAndRestart()
                 }
             }
@@ -337,5 +342,33 @@ struct SoakTests {
 
     static func count(_ database: TestDatabase, _ sql: String) async throws -> Int {
         try await database.client.count(sql)
+    }
+
+    /// `ORCHARD_SOAK_SEED`, else 1 under `CI=true` (a red CI run is replayed as it ran), else a fresh one.
+    static var seed: UInt64 {
+        let environment = ProcessInfo.processInfo.environment
+        if let given = environment["ORCHARD_SOAK_SEED"].flatMap(UInt64.init) { return given }
+        return environment["CI"] == "true" ? 1 : UInt64.random(in: 1...UInt64.max)
+    }
+}
+
+/// SplitMix64 behind a lock: the soak's choices, the same sequence for the same seed.
+final class SeededRandom: Sendable {
+    private let state: Mutex<UInt64>
+
+    init(seed: UInt64) {
+        state = Mutex(seed)
+    }
+
+    /// The next value in `range`.
+    func int(in range: ClosedRange<Int>) -> Int {
+        let next = state.withLock { state -> UInt64 in
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+        return range.lowerBound + Int(next % UInt64(range.count))
     }
 }

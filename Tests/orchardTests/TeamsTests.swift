@@ -5,7 +5,7 @@ import NIOHTTP1
 import OrchardTesting
 import Testing
 
-@Suite("Several Apple teams in one installation: apple.teams, each call signed by its client id's team")
+@Suite("Several Apple teams in one installation: apple.teams, each call signed by its client id's team", .backendIndependent)
 struct TeamsTests {
     static let appA = "com.example.team-a.app"
     static let appB = "com.example.team-b.app"

@@ -47,7 +47,7 @@ struct Fixture: Sendable, CustomTestStringConvertible {
     }
 }
 
-@Suite("orchard token inspect over Apple's real tokens")
+@Suite("orchard token inspect over Apple's real tokens", .backendIndependent)
 struct TokenInspectCommandTests {
     static let fixtures = (try? Fixture.all()) ?? []
 

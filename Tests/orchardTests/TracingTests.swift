@@ -5,7 +5,7 @@ import NIOHTTP1
 import OrchardTesting
 import Testing
 
-@Suite("orchard serve's tracing: OTLP spans of requests, Apple calls and jobs, and trace ids in the logs")
+@Suite("orchard serve's tracing: OTLP spans of requests, Apple calls and jobs, and trace ids in the logs", .backendIndependent)
 struct TracingTests {
     @Test("a sign-in and a deletion, exported to an OTLP receiver: a server span per request, Apple's calls and the jobs inside")
     func spansOfASignInAndADeletion() async throws {
