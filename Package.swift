@@ -127,6 +127,8 @@ let package = Package(
                 server("NIOCore", "swift-nio"),
                 server("NIOPosix", "swift-nio"),
                 server("Metrics", "swift-metrics"),
+                // Already built for the server: the database's pool and the session memory's listener are services.
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -241,6 +243,7 @@ let package = Package(
                 "Storage", "Accounts", "OrchardTesting",
                 server("SQLKit", "sql-kit"),
                 server("Logging", "swift-log"),
+                server("ServiceLifecycle", "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -281,7 +284,7 @@ let package = Package(
         .testTarget(
             name: "orchardTests",
             dependencies: [
-                "orchard", "OrchardTesting", "AppleIDEmulator", "Storage", "AppleID",
+                "orchard", "OrchardTesting", "AppleIDEmulator", "Storage", "AppleID", "Accounts",
                 server("AsyncHTTPClient", "async-http-client"),
                 server("SQLKit", "sql-kit"),
                 server("Logging", "swift-log"),

@@ -13,7 +13,7 @@ extension Accounts {
     /// sessions and its last `activity` events.
     public func overview(token: String, activity: Int) async throws(AccountsError) -> AccountOverview {
         let (caller, account) = try await liveSession(token: token)
-        recordSeen(caller, accountID: account.id)
+        recordSeen(caller)
         return AccountOverview(
             account: try sealing.view(of: account),
             sessions: try await deviceSessions(accountID: account.id, caller: caller),
@@ -64,17 +64,15 @@ extension Accounts {
         }
     }
 
-    /// Records the session check in the session's `last_seen_at`, once a minute at most: the minute of `now`, written
-    /// only when the session shows an earlier one and this process has not tried that minute yet, so that every other
-    /// check stays a read. The write runs beside the answer, never before it: best effort, since the check's answer is
-    /// right without it, and a check answered from a replica's memory during an outage must not wait on the database.
-    func recordSeen(_ session: SessionRecord, accountID: String) {
+    /// Records the session check in the session's `last_seen_at`, once a minute at most: the minute of `now`, when the
+    /// session shows an earlier one. The store writes it beside the answer, never before it: best effort, since the
+    /// check's answer is right without it, and a check answered from memory during an outage must not wait on the
+    /// database.
+    func recordSeen(_ session: SessionRecord) {
         let now = clock.now()
         let minute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
         if let seen = session.lastSeenAt, seen >= minute { return }
-        guard seenSessions.claim(session.tokenHash, minute: minute) else { return }
-        let store = self.store
-        Task { try? await store.recordSeen(tokenHash: session.tokenHash, accountID: accountID, at: minute) }
+        store.noteSeen(tokenHash: session.tokenHash, at: minute)
     }
 
     /// A device label (of a session or a history event: `record` names it in the error), opened.

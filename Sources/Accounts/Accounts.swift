@@ -21,8 +21,6 @@ public final class Accounts: Sendable {
     let wakeups: JobWakeups
     /// Where `orchard_sign_ins_total` goes.
     let metrics: any MetricsFactory
-    /// Which sessions this process wrote `last_seen_at` for, and for which minute.
-    let seenSessions = SeenSessions()
 
     /// Creates the coordinator over its parts.
     public init(
@@ -64,14 +62,14 @@ public final class Accounts: Sendable {
 
     // MARK: Sessions
 
-    /// The live session behind a bearer token, with its account. With `recent` (the session check), a replica may answer
-    /// from its memory of the last second; a session that has ended is refused either way.
+    /// The session check (`GET /v1/session`): the live session behind a bearer token, with its account. The session
+    /// memory may answer; a session that has ended is refused either way.
     ///
     /// - Throws: `session_invalid` for an unknown or expired token, `session_revoked` (with the reason) for one that was
     ///   ended early.
-    public func session(token: String, recent: Bool = false) async throws(AccountsError) -> SessionInfo {
-        let (session, account) = try await liveSession(token: token, recent: recent)
-        recordSeen(session, accountID: account.id)
+    public func session(token: String) async throws(AccountsError) -> SessionInfo {
+        let (session, account) = try await checkedSession(token: token)
+        recordSeen(session)
         return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try sealing.view(of: account))
     }
 
@@ -81,11 +79,28 @@ public final class Accounts: Sendable {
         _ = try await storing { try await store.endSession(tokenHash: session.tokenHash, reason: .signedOut, cause: .user, at: clock.now()) }
     }
 
-    /// The live session behind a token, with its account's shown fields.
-    func liveSession(token: String, recent: Bool = false) async throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+    /// The live session behind a token, with its account's shown fields, as the database has it (every request that
+    /// writes asks this way).
+    func liveSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+        let tokenHash = try Self.tokenHash(token)
+        return try live(try await storing { try await store.session(tokenHash: tokenHash) })
+    }
+
+    /// The live session behind a token, with its account's shown fields, for a session check or an access token: the
+    /// session memory may answer.
+    func checkedSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+        let tokenHash = try Self.tokenHash(token)
+        return try live(try await storing { try await store.checkSession(tokenHash: tokenHash) })
+    }
+
+    /// The SHA-256 a session is found by, or `session_invalid` for no token or one too long to be Orchard's.
+    private static func tokenHash(_ token: String) throws(AccountsError) -> String {
         guard !token.isEmpty, token.utf8.count <= 512 else { throw AccountsError(.sessionInvalid, "no session token") }
-        let tokenHash = Self.sha256Hex(token)
-        let found = try await storing { try await store.session(tokenHash: tokenHash, recent: recent) }
+        return sha256Hex(token)
+    }
+
+    /// The session rules (ended, expired, account deleted) applied to what the store found.
+    private func live(_ found: SessionWithAccount?) throws(AccountsError) -> (SessionRecord, SealedAccountView) {
         guard let session = found?.session else { throw AccountsError(.sessionInvalid, "unknown session") }
         if let reason = session.endReason {
             throw AccountsError(.sessionRevoked, "the session was ended", sessionEndReason: reason)

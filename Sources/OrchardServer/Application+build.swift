@@ -7,6 +7,7 @@ import Metrics
 public import NIOCore
 import Prometheus
 import ServiceLifecycle
+import Storage
 
 /// The running parts of an Orchard built by ``buildApplication(_:onServerRunning:)``.
 public struct OrchardApplication: Sendable {
@@ -110,6 +111,8 @@ public func buildApplication(
     )
     let jobs = backgroundJobs(lifecycle: lifecycle, store: store, dependencies: dependencies)
     if dependencies.jobTick != nil { application.addServices(jobs) }
+    // The session memory's own: the writer of last_seen_at and, on PostgreSQL, the replicas' listener.
+    application.addServices(store.keeper.services)
     if let metricsPort = configuration.listener.metricsPort {
         application.addServices(
             metricsApplication(

@@ -85,7 +85,16 @@ public func buildLifecycle(_ dependencies: OrchardDependencies) async throws -> 
         )
     }
     let client = AppleRESTClient(apple, secrets: secrets)
-    let store = SQLAccountStore(database: dependencies.database)
+    let keeper = SessionKeeper(
+        database: dependencies.database,
+        backend: dependencies.sessionBackend,
+        answering: dependencies.answersSessionChecks,
+        timings: dependencies.sessionTimings,
+        clock: dependencies.monotonicClock,
+        metrics: dependencies.metrics,
+        logger: logger
+    )
+    let store = SQLAccountStore(keeper: keeper)
     let lifecycle = Lifecycle(
         store: store,
         vault: TokenVault(keys: configuration.vaultKeys),

@@ -12,6 +12,16 @@ public struct OrchardDependencies: Sendable {
     public var configuration: OrchardConfiguration
     /// The database.
     public var database: any DatabaseClient
+    /// What the database brings to the session memory (``Storage/OpenedDatabase/sessionBackend``).
+    public var sessionBackend: SessionBackend
+    /// Whether this process answers session checks from memory: `serve` with `ORCHARD_SESSION_CACHE=on`; the commands,
+    /// which check no sessions, do not.
+    public var answersSessionChecks = false
+    /// The session memory's lifetimes and waits (`nil`: the backend's standard ones; a test may shorten them: they are
+    /// no setting).
+    public var sessionTimings: SessionTimings?
+    /// The time the session memory and the replicas' protocol count in (a test drives its own).
+    public var monotonicClock: any MonotonicClock = SystemMonotonicClock()
     /// The one shared HTTP client (to Apple and to webhook receivers).
     public var httpClient: HTTPClient
     /// The wall clock.
@@ -42,6 +52,7 @@ public struct OrchardDependencies: Sendable {
     public init(
         configuration: OrchardConfiguration,
         database: any DatabaseClient,
+        sessionBackend: SessionBackend,
         httpClient: HTTPClient,
         clock: any WallClock = SystemWallClock(),
         random: any RandomSource = SystemRandomSource(),
@@ -52,6 +63,7 @@ public struct OrchardDependencies: Sendable {
         self.metrics = metrics ?? PrometheusMetricsFactory(registry: registry)
         self.configuration = configuration
         self.database = database
+        self.sessionBackend = sessionBackend
         self.httpClient = httpClient
         self.clock = clock
         self.random = random

@@ -55,12 +55,4 @@ public final class CountingDatabaseClient: WrappingDatabaseClient {
         return try await base.transaction { try await body(self.recording($0)) }
     }
 
-    /// The wrapped database's, counting the change's `BEGIN`, `COMMIT` and statements.
-    public func endingSessions<T: Sendable>(
-        _ target: SessionEndTarget,
-        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
-    ) async throws -> T {
-        count(2)
-        return try await base.endingSessions(target) { try await change(self.recording($0)) }
-    }
 }

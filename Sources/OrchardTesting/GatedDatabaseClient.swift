@@ -101,13 +101,6 @@ public final class GatedDatabaseClient: WrappingDatabaseClient {
         }
     }
 
-    /// The wrapped database's.
-    public func endingSessions<T: Sendable>(
-        _ target: SessionEndTarget,
-        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
-    ) async throws -> T {
-        try await base.endingSessions(target, change)
-    }
 }
 
 /// An `SQLDatabase` that awaits `after` with the text of every statement once it has run.

@@ -155,8 +155,13 @@ extension InMemoryStore: AccountStore {
         }
     }
 
+    /// The session with its account's shown fields (the memory of one process that sees every change at once).
+    public func checkSession(tokenHash: String) async throws -> SessionWithAccount? {
+        try await session(tokenHash: tokenHash)
+    }
+
     /// The session with its account's shown fields.
-    public func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount? {
+    public func session(tokenHash: String) async throws -> SessionWithAccount? {
         tables.withLock { tables in
             tables.sessions[tokenHash].map { SessionWithAccount(session: $0, account: tables.accounts[$0.accountID]?.sealedView) }
         }
@@ -174,7 +179,7 @@ extension InMemoryStore: AccountStore {
     }
 
     /// Records a session check at `minute` unless the session shows it already.
-    public func recordSeen(tokenHash: String, accountID: String, at minute: Date) async throws {
+    public func noteSeen(tokenHash: String, at minute: Date) {
         tables.withLock { tables in
             guard let seen = tables.sessions[tokenHash]?.lastSeenAt, seen >= minute else {
                 tables.sessions[tokenHash]?.lastSeenAt = minute

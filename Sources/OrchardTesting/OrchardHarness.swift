@@ -127,6 +127,7 @@ public struct OrchardHarness: Sendable {
             var dependencies = OrchardDependencies(
                 configuration: configuration,
                 database: database,
+                sessionBackend: testDatabase.sessionBackend,
                 httpClient: http,
                 clock: clock,
                 registry: registry,
@@ -134,6 +135,8 @@ public struct OrchardHarness: Sendable {
                 logger: logger
             )
             if jobs == .byTest { dependencies.jobTick = nil }
+            // As `serve`: the harness's server answers session checks from memory.
+            dependencies.answersSessionChecks = configuration.database.sessionCache
             dependencies.deadlines = deadlines
             dependencies.inboxRoom = inboxRoom
             let built = try await buildApplication(

@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 import SQLKit
+import ServiceLifecycle
 public import Storage
 
 /// A database for one test: a SQLite file in a temporary folder, or (with `ORCHARD_TEST_DATABASE=postgres`) a fresh
@@ -22,14 +23,50 @@ public final class TestDatabase: Sendable {
     public let url: DatabaseURL
     /// The SQLite file's folder (SQLite only).
     public let directory: TemporaryDirectory
+    /// What the database brings to the session memory.
+    public let sessionBackend: SessionBackend
     private let postgresName: String?
+    /// PostgreSQL's pool service, run for the test's length (test support; `serve` runs it in its service group).
+    private let pool: Task<Void, any Error>?
 
-    private init(backend: Backend, client: any DatabaseClient, url: DatabaseURL, directory: TemporaryDirectory, postgresName: String?) {
+    private init(
+        backend: Backend,
+        client: any DatabaseClient,
+        url: DatabaseURL,
+        directory: TemporaryDirectory,
+        sessionBackend: SessionBackend,
+        postgresName: String?,
+        pool: Task<Void, any Error>?
+    ) {
         self.backend = backend
         self.client = client
         self.url = url
         self.directory = directory
+        self.sessionBackend = sessionBackend
         self.postgresName = postgresName
+        self.pool = pool
+    }
+
+    /// A PostgreSQL client whose pool runs until the returned task is cancelled: what tests use where `serve` would run
+    /// the pool's service in its service group.
+    public static func runningPostgres(
+        url: String,
+        poolSize: Int = 10,
+        operationDeadline: Duration = .seconds(10),
+        logger: Logger
+    ) throws -> (PostgresDatabaseClient, Task<Void, any Error>) {
+        let client = try PostgresDatabaseClient.open(url: url, poolSize: poolSize, caFile: nil, operationDeadline: operationDeadline, logger: logger)
+        let service = client.service
+        return (client, Task { try await service.run() })
+    }
+
+    /// A store over `client` (Orchard's own SQLite or PostgreSQL client, or a test's wrapper of one), answering checks
+    /// from memory or not.
+    public static func store(_ client: any DatabaseClient, answering: Bool = false) -> SQLAccountStore {
+        var base = client
+        while let wrapper = base as? any WrappingDatabaseClient { base = wrapper.base }
+        guard let backend = SessionBackend.of(base) else { preconditionFailure("not Orchard's own database client: \(type(of: base))") }
+        return SQLAccountStore(keeper: SessionKeeper(database: client, backend: backend, answering: answering, logger: Logger(label: "test")))
     }
 
     /// The backend this test run uses (`ORCHARD_TEST_DATABASE`, SQLite by default).
@@ -60,27 +97,36 @@ public final class TestDatabase: Sendable {
         case .sqlite:
             let path = directory.file("orchard.sqlite")
             let client = try await SQLiteDatabaseClient.open(path: path, logger: logger)
-            return TestDatabase(backend: .sqlite, client: client, url: .sqlite(path: path), directory: directory, postgresName: nil)
+            return TestDatabase(
+                backend: .sqlite,
+                client: client,
+                url: .sqlite(path: path),
+                directory: directory,
+                sessionBackend: client.sessionBackend,
+                postgresName: nil,
+                pool: nil
+            )
         case .postgres:
             guard let admin = postgresAdminURL else {
                 throw HarnessError("ORCHARD_TEST_DATABASE=postgres needs ORCHARD_TEST_POSTGRES_URL (scripts/start-test-postgres)")
             }
             let name = "orchard_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-            let adminClient = try PostgresDatabaseClient.open(url: admin, poolSize: 1, caFile: nil, sessionCache: .none, logger: logger)
+            let (adminClient, adminPool) = try runningPostgres(url: admin, poolSize: 1, logger: logger)
+            defer { adminPool.cancel() }
             try await adminClient.withDatabase { db in try await db.raw("CREATE DATABASE \(unsafeRaw: name)").run() }
-            await adminClient.close()
             let url = Self.replacingDatabase(in: admin, with: name)
             // Tests are not about PostgreSQL's deadline (DatabaseOutageTests stops a cluster for that): on a loaded
             // machine (8 tests at once beside a release build) a query can wait past the 5 s default and fail a sign-in.
-            let client = try PostgresDatabaseClient.open(
-                url: url,
-                poolSize: 10,
-                caFile: nil,
-                operationDeadline: .seconds(60),
-                sessionCache: .answering,
-                logger: logger
+            let (client, pool) = try runningPostgres(url: url, poolSize: 10, operationDeadline: .seconds(60), logger: logger)
+            return TestDatabase(
+                backend: .postgres,
+                client: client,
+                url: .postgres(url: url),
+                directory: directory,
+                sessionBackend: client.sessionBackend,
+                postgresName: name,
+                pool: pool
             )
-            return TestDatabase(backend: .postgres, client: client, url: .postgres(url: url), directory: directory, postgresName: name)
         }
     }
 
@@ -111,19 +157,18 @@ public final class TestDatabase: Sendable {
     /// Closes the client and removes the database.
     public func remove() async {
         await client.close()
+        if let pool {
+            pool.cancel()
+            _ = await pool.result
+        }
         if let postgresName, let admin = Self.postgresAdminURL,
-            let adminClient = try? PostgresDatabaseClient.open(
-                url: admin,
-                poolSize: 1,
-                caFile: nil,
-                sessionCache: .none,
-                logger: Logger(label: "test.database")
-            )
+            let (adminClient, adminPool) = try? Self.runningPostgres(url: admin, poolSize: 1, logger: Logger(label: "test.database"))
         {
             try? await adminClient.withDatabase { db in
                 try await db.raw("DROP DATABASE IF EXISTS \(unsafeRaw: postgresName) WITH (FORCE)").run()
             }
-            await adminClient.close()
+            adminPool.cancel()
+            _ = await adminPool.result
         }
         directory.remove()
     }

@@ -1,4 +1,3 @@
-public import Accounts
 public import Storage
 
 /// A test database client around another, which hands what it does not watch straight to the wrapped one.
@@ -10,18 +9,6 @@ public protocol WrappingDatabaseClient: DatabaseClient {
 extension WrappingDatabaseClient {
     /// The wrapped database's dialect.
     public var flavor: DatabaseFlavor { base.flavor }
-
-    /// The wrapped database's session read.
-    public func session(
-        tokenHash: String,
-        mayRemember: Bool,
-        read: ([String]) async throws -> [SessionWithAccount]
-    ) async throws -> SessionWithAccount? {
-        try await base.session(tokenHash: tokenHash, mayRemember: mayRemember, read: read)
-    }
-
-    /// The wrapped database's.
-    public func changed(account accountID: String) { base.changed(account: accountID) }
 
     /// The wrapped database's.
     public var withoutDeadline: any DatabaseClient { base.withoutDeadline }

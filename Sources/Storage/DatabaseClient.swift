@@ -4,7 +4,7 @@ public import SQLKit
 /// A database Orchard's stores run their SQL on: SQLite or PostgreSQL.
 ///
 /// Every call either reads on its own or runs a whole transaction on one pinned connection; errors reaching the caller
-/// are ``Accounts/StoreError``.
+/// are ``Accounts/StoreError``. It knows nothing of sessions: the stores end sessions through ``SessionKeeper``.
 public protocol DatabaseClient: Sendable {
     /// Which SQL dialect the database speaks, for the few statements where the dialects differ.
     var flavor: DatabaseFlavor { get }
@@ -24,43 +24,6 @@ public protocol DatabaseClient: Sendable {
     func purgeDeletedData() async throws
     /// Closes the connections.
     func close() async
-    /// The session behind `tokenHash` as `read` finds it in the database, or, when `mayRemember` and this replica
-    /// remembers it (PostgreSQL's session memory, docs/replicas-postgresql.md), as last read within a second. `read`
-    /// reads the sessions of the token hashes it is given: PostgreSQL reads concurrent checks together.
-    func session(
-        tokenHash: String,
-        mayRemember: Bool,
-        read: ([String]) async throws -> [SessionWithAccount]
-    ) async throws -> SessionWithAccount?
-    /// Runs `change`, a transaction that ends `target`'s sessions, once no replica answers for them from memory.
-    func endingSessions<T: Sendable>(
-        _ target: SessionEndTarget,
-        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
-    ) async throws -> T
-    /// An account's shown fields changed: what this replica remembers of its sessions goes.
-    func changed(account accountID: String)
-}
-
-extension DatabaseClient {
-    /// Reads the database, for this check alone: one process remembers nothing.
-    public func session(
-        tokenHash: String,
-        mayRemember: Bool,
-        read: ([String]) async throws -> [SessionWithAccount]
-    ) async throws -> SessionWithAccount? {
-        try await read([tokenHash]).first
-    }
-
-    /// The change's transaction: nobody else remembers sessions.
-    public func endingSessions<T: Sendable>(
-        _ target: SessionEndTarget,
-        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
-    ) async throws -> T {
-        try await transaction(change)
-    }
-
-    /// Nothing remembered.
-    public func changed(account accountID: String) {}
 }
 
 /// The SQL dialects Orchard supports.

@@ -28,18 +28,15 @@ enum CommandSupport {
         exit(2)
     }
 
-    /// Opens `ORCHARD_DATABASE_URL`, printing one line and exiting 2 when it cannot be used. Only `serve` answers
-    /// session checks from memory (`answering`); the commands announce the sessions they end.
-    static func openDatabase(
-        _ configuration: OrchardConfiguration,
-        answering: Bool = false,
-        logger: Logger
-    ) async -> any DatabaseClient {
+    /// Opens `ORCHARD_DATABASE_URL` (with `ORCHARD_DATABASE_LISTEN_URL` and `ORCHARD_DATABASE_POOLER` on PostgreSQL),
+    /// printing one line and exiting 2 when it cannot be used.
+    static func openDatabase(_ configuration: OrchardConfiguration, logger: Logger) async -> OpenedDatabase {
         do {
             return try await configuration.database.url.open(
                 poolSize: configuration.database.poolSize,
                 caFile: configuration.database.caFile,
-                sessionCache: answering && configuration.database.sessionCache ? .answering : .announcing,
+                listenURL: configuration.database.listenURL,
+                pooler: configuration.database.pooler,
                 logger: logger
             )
         } catch {
@@ -48,28 +45,25 @@ enum CommandSupport {
     }
 
     /// Loads the configuration an operator command needs (the database and the vault, not Apple's settings), opens and
-    /// migrates the database, and runs `body` with both, closing the database whatever happens. An ``AccountsError``
-    /// is printed as `orchard: CODE: reason` and exits 3 for `not_found`, 1 otherwise; a configuration error exits 2.
+    /// migrates the database, and runs `body` with both while the database's services run, closing the database
+    /// whatever happens. An ``AccountsError`` is printed as `orchard: CODE: reason` and exits 3 for `not_found`, 1
+    /// otherwise; a configuration error exits 2.
     static func withDatabase<T>(
         label: String,
-        _ body: (OrchardConfiguration, any DatabaseClient) async throws -> T
+        _ body: (OrchardConfiguration, OpenedDatabase) async throws -> T
     ) async throws -> T {
         let configuration = try await loadConfiguration(needs: .vault)
         bootstrapLogging(level: configuration.logLevel)
         let logger = Logger(label: label)
         let database = await openDatabase(configuration, logger: logger)
         do {
-            try await Migrator(database: database, logger: logger).migrate()
-            let result = try await body(configuration, database)
-            await database.close()
-            return result
+            return try await database.whileRunning {
+                try await Migrator(database: database.client, logger: logger).migrate()
+                return try await body(configuration, database)
+            }
         } catch let error as AccountsError {
-            await database.close()
             FileHandle.standardError.write(Data("orchard: \(error.code.rawValue): \(error.reason)\n".utf8))
             throw ExitCode(error.code == .notFound ? 3 : 1)
-        } catch {
-            await database.close()
-            throw error
         }
     }
 
@@ -79,7 +73,7 @@ enum CommandSupport {
         try await withDatabase(label: label) { configuration, database in
             try await body(
                 Lifecycle(
-                    store: SQLAccountStore(database: database),
+                    store: database.store(logger: Logger(label: label)),
                     vault: TokenVault(keys: configuration.vaultKeys),
                     apple: OfflineAppleGateway(),
                     clock: SystemWallClock(),
@@ -90,7 +84,8 @@ enum CommandSupport {
     }
 
     /// Loads the whole configuration (Apple's settings included), builds the lifecycle as `serve` does, and runs `body`
-    /// with it, closing the HTTP client and the database whatever happens; a configuration error exits 2.
+    /// with it while the database's services run, closing the HTTP client and the database whatever happens; a
+    /// configuration error exits 2.
     static func withLifecycle<T: Sendable>(
         label: String,
         _ body: (Lifecycle, OrchardConfiguration, Logger) async throws -> T
@@ -100,28 +95,27 @@ enum CommandSupport {
         let logger = Logger(label: label)
         let database = await openDatabase(configuration, logger: logger)
         let http = HTTPClient.makeOrchardClient()
-        func close() async {
-            try? await http.shutdown()
-            await database.close()
-        }
         do {
-            let (lifecycle, _) = try await buildLifecycle(
-                OrchardDependencies(
-                    configuration: configuration,
-                    database: database,
-                    httpClient: http,
-                    registry: PrometheusCollectorRegistry(),
-                    logger: logger
+            let result = try await database.whileRunning {
+                let (lifecycle, _) = try await buildLifecycle(
+                    OrchardDependencies(
+                        configuration: configuration,
+                        database: database.client,
+                        sessionBackend: database.sessionBackend,
+                        httpClient: http,
+                        registry: PrometheusCollectorRegistry(),
+                        logger: logger
+                    )
                 )
-            )
-            let result = try await body(lifecycle, configuration, logger)
-            await close()
+                return try await body(lifecycle, configuration, logger)
+            }
+            try? await http.shutdown()
             return result
         } catch let error as ConfigurationError {
-            await close()
+            try? await http.shutdown()
             fail(error)
         } catch {
-            await close()
+            try? await http.shutdown()
             throw error
         }
     }

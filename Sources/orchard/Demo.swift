@@ -144,6 +144,7 @@ extension Demo {
             let dependencies = OrchardDependencies(
                 configuration: configuration,
                 database: database,
+                sessionBackend: database.sessionBackend,
                 httpClient: http,
                 clock: clock,
                 registry: PrometheusCollectorRegistry(),

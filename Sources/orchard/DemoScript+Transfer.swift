@@ -54,6 +54,7 @@ extension DemoScript {
             OrchardDependencies(
                 configuration: side.sendingConfiguration,
                 database: database,
+                sessionBackend: database.sessionBackend,
                 httpClient: http,
                 clock: clock,
                 registry: PrometheusCollectorRegistry(),
@@ -81,6 +82,7 @@ extension DemoScript {
                 OrchardDependencies(
                     configuration: configuration,
                     database: receivingDatabase,
+                    sessionBackend: receivingDatabase.sessionBackend,
                     httpClient: http,
                     clock: clock,
                     registry: PrometheusCollectorRegistry(),

@@ -15,10 +15,10 @@ struct MigrateCommand: AsyncParsableCommand {
         CommandSupport.bootstrapLogging(level: configuration.logLevel)
         let logger = Logger(label: "orchard.migrate")
         let database = await CommandSupport.openDatabase(configuration, logger: logger)
-        let migrator = Migrator(database: database, logger: logger)
-        let applied = try await migrator.migrate()
-        let version = try await migrator.currentVersion()
-        await database.close()
+        let (applied, version) = try await database.whileRunning {
+            let migrator = Migrator(database: database.client, logger: logger)
+            return (try await migrator.migrate(), try await migrator.currentVersion())
+        }
         print(
             applied.isEmpty
                 ? "schema is up to date (version \(version))"

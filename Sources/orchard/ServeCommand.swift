@@ -48,28 +48,33 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let registry = CommandSupport.bootstrapMetrics()
         let logger = Logger(label: "orchard")
-        let database = await CommandSupport.openDatabase(configuration, answering: true, logger: logger)
+        let database = await CommandSupport.openDatabase(configuration, logger: logger)
         let httpClient = HTTPClient.makeOrchardClient()
         do {
             var dependencies = OrchardDependencies(
                 configuration: configuration,
-                database: database,
+                database: database.client,
+                sessionBackend: database.sessionBackend,
                 httpClient: httpClient,
                 registry: registry,
                 logger: logger
             )
             dependencies.tracesRequests = tracing != nil
-            let built = try await buildApplication(dependencies)
+            dependencies.answersSessionChecks = configuration.database.sessionCache
             // Shut down in reverse order: the application first (the server stops accepting and lets open requests
-            // finish; the job loops stop claiming and let claimed jobs record their outcomes), and only then the HTTP
-            // client those jobs use to reach Apple and the receivers, and last the span exporter, which flushes what
-            // they traced. Past ORCHARD_SHUTDOWN_GRACE, what is left is cancelled (and its jobs are taken over when
-            // their leases end).
+            // finish; the job loops stop claiming and let claimed jobs record their outcomes; the session memory's
+            // services stop after them), then the HTTP client those jobs use to reach Apple and the receivers, then the
+            // database's pool, and last the span exporter, which flushes what they traced. Past ORCHARD_SHUTDOWN_GRACE,
+            // what is left is cancelled (and its jobs are taken over when their leases end). The application migrates
+            // the database as it starts, with the pool's service already running.
             // Each service is named here: the group logs the names, and a default description reaches what a service
             // holds (the OTLP exporter's headers may carry a credential).
-            var services: [ServiceGroupConfiguration.ServiceConfiguration] = [
+            var services: [ServiceGroupConfiguration.ServiceConfiguration] = database.services.map {
+                .init(service: $0, serviceName: "DatabasePool")
+            }
+            services += [
                 .init(service: HTTPClientService(client: httpClient), serviceName: "HTTPClientService"),
-                .init(service: built.application, serviceName: "Application"),
+                .init(service: OrchardService(dependencies: dependencies), serviceName: "OrchardService"),
             ]
             if let tracing { services.insert(.init(service: tracing, serviceName: "OTelTracing"), at: 0) }
             // Last, so that a signal reaches it first (the group shuts its services down in reverse order).
@@ -94,6 +99,6 @@ struct ServeCommand: AsyncParsableCommand {
             try? await httpClient.shutdown()
             CommandSupport.fail(error)
         }
-        await database.close()
+        await database.client.close()
     }
 }

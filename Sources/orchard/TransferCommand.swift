@@ -121,7 +121,7 @@ struct TransferCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (exports, imports) = try await CommandSupport.withDatabase(label: "orchard.transfer") { _, database in
-                let store = SQLAccountStore(database: database)
+                let store = database.store(logger: Logger(label: "orchard.transfer"))
                 return (try await store.transferCounts(side: .export), try await store.transferCounts(side: .import))
             }
             var sides: [(name: String, counts: [(String, Int)])] = []

@@ -68,7 +68,7 @@ struct VaultCommand: AsyncParsableCommand {
     static func withRotation<T>(_ body: (VaultRotation, TokenVault) async throws -> T) async throws -> T {
         try await CommandSupport.withDatabase(label: "orchard.vault") { configuration, database in
             let vault = TokenVault(keys: configuration.vaultKeys)
-            return try await body(VaultRotation(store: SQLAccountStore(database: database), vault: vault), vault)
+            return try await body(VaultRotation(store: database.store(logger: Logger(label: "orchard.vault")), vault: vault), vault)
         }
     }
 }

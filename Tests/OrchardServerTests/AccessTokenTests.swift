@@ -176,7 +176,8 @@ struct AccessTokenTests {
                 #expect(try await Self.publishedKeyIDs(h).count == 1)
                 database.reset()
                 for _ in 0..<200 { #expect(try await h.request(.GET, "/.well-known/jwks.json").status == 200) }
-                #expect(database.statements == 0, "\(database.sent)")
+                // Nothing but, on PostgreSQL, the session listener's self-test (its NOTIFY goes over the pool).
+                #expect(database.sent.filter { !$0.contains("pg_notify") }.isEmpty, "\(database.sent)")
                 h.clock.advance(by: 11)
                 for _ in 0..<50 { #expect(try await h.request(.GET, "/.well-known/jwks.json").status == 200) }
                 #expect(database.sent.filter { $0.contains("FROM signing_keys") }.count == 1, "\(database.sent)")

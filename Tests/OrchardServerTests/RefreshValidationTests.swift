@@ -160,6 +160,7 @@ struct RefreshValidationTests {
             OrchardDependencies(
                 configuration: h.configuration,
                 database: h.database,
+                sessionBackend: h.testDatabase.sessionBackend,
                 httpClient: h.http,
                 clock: h.clock,
                 registry: PrometheusCollectorRegistry(),

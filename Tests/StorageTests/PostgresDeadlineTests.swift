@@ -23,21 +23,15 @@ struct PostgresDeadlineTests {
                 try await db.raw("ALTER DATABASE \(ident: name) SET statement_timeout = \(unsafeRaw: "'" + statementTimeout + "'")").run()
             }
         }
-        let client = try PostgresDatabaseClient.open(
-            url: url,
-            poolSize: 3,
-            caFile: nil,
-            operationDeadline: .seconds(1),
-            logger: Logger(label: "test")
-        )
+        let (client, pool) = try TestDatabase.runningPostgres(url: url, poolSize: 3, operationDeadline: .seconds(1), logger: Logger(label: "test"))
         do {
             try await body(client)
         } catch {
-            await client.close()
+            pool.cancel()
             await database.remove()
             throw error
         }
-        await client.close()
+        pool.cancel()
         await database.remove()
     }
 

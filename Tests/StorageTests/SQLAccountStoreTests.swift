@@ -17,7 +17,7 @@ import Testing
         let database = try await TestDatabase.make(backend)
         do {
             try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
-            try await body(SQLAccountStore(database: database.client), database.client)
+            try await body(TestDatabase.store(database.client), database.client)
         } catch {
             await database.remove()
             throw error
@@ -153,8 +153,8 @@ import Testing
                     )
                 )
             }
-            #expect(try await store.session(tokenHash: "t2", recent: false) == nil)
-            #expect(try await store.session(tokenHash: "t1", recent: false)?.account?.id == "acct_1")
+            #expect(try await store.session(tokenHash: "t2") == nil)
+            #expect(try await store.session(tokenHash: "t1")?.account?.id == "acct_1")
             #expect(try await store.account(id: "acct_2") == nil)
             #expect(try await store.account(subjectHashes: ["other", "same"])?.id == "acct_1")
             #expect(try await store.accounts(limit: 10, afterID: nil).map(\.id) == ["acct_1"])
@@ -193,7 +193,7 @@ import Testing
                 )
             )
             #expect(!recorded)
-            #expect(try await store.session(tokenHash: "t9", recent: false) == nil)
+            #expect(try await store.session(tokenHash: "t9") == nil)
             #expect(try await store.account(id: "acct_gone") == nil)
             #expect(try await store.pendingRevocations(limit: 10).map(\.id) == ["rev_fresh"])
         }
@@ -219,13 +219,13 @@ import Testing
             // The refusals consumed nothing: the issued nonce is still there to consume once.
             #expect(try await store.consumeNonce(hashes: ["issued"], now: now) == .consumed)
 
-            let found = try #require(try await store.session(tokenHash: "t1", recent: false))
+            let found = try #require(try await store.session(tokenHash: "t1"))
             #expect(found.account?.id == "acct_1")
             #expect(found.session.endReason == nil)
-            #expect(try await store.session(tokenHash: "unknown", recent: false) == nil)
+            #expect(try await store.session(tokenHash: "unknown") == nil)
             // An ended session is seen ended by the very next read.
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: now))
-            #expect(try await store.session(tokenHash: "t1", recent: false)?.session.endReason == .signedOut)
+            #expect(try await store.session(tokenHash: "t1")?.session.endReason == .signedOut)
         }
     }
 
@@ -249,7 +249,7 @@ import Testing
             try await signInFirstAccount(store, at: now)
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: now))
             #expect(try await store.endSession(tokenHash: "t1", reason: .accountDeleted, cause: .user, at: now) == false)
-            let found = try #require(try await store.session(tokenHash: "t1", recent: false))
+            let found = try #require(try await store.session(tokenHash: "t1"))
             #expect(found.session.endReason == .signedOut)
             #expect(found.account?.id == "acct_1" && found.account?.sealedSubject == "v1.k.s")
             #expect(found.session.expiresAt == now.addingTimeInterval(60))

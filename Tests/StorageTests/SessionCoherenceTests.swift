@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import OrchardTesting
 import SQLKit
+import ServiceLifecycle
 import Testing
 
 @testable import Accounts
@@ -17,27 +18,43 @@ import Testing
 struct SessionCoherenceTests {
     struct Pair {
         let database: TestDatabase
-        let first: PostgresDatabaseClient
-        let second: PostgresDatabaseClient
+        let first: SessionKeeper
+        let second: SessionKeeper
 
-        var stores: (SQLAccountStore, SQLAccountStore) { (SQLAccountStore(database: first), SQLAccountStore(database: second)) }
+        var stores: (SQLAccountStore, SQLAccountStore) { (SQLAccountStore(keeper: first), SQLAccountStore(keeper: second)) }
     }
 
+    /// Two replicas, each with its own pool and keeper answering from memory, their services (the listener) running
+    /// for the test's length, as `serve` runs them.
     static func withPair(_ body: (Pair) async throws -> Void) async throws {
         let database = try await TestDatabase.make(.postgres)
-        guard case .postgres(let url) = database.url, let first = database.client as? PostgresDatabaseClient else {
-            throw CancellationError()
-        }
+        guard case .postgres(let url) = database.url else { throw CancellationError() }
         try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
-        let second = try PostgresDatabaseClient.open(url: url, poolSize: 4, caFile: nil, sessionCache: .answering, logger: Logger(label: "test"))
+        let (secondClient, secondPool) = try TestDatabase.runningPostgres(url: url, poolSize: 4, logger: Logger(label: "test"))
+        let pair = Pair(
+            database: database,
+            first: SessionKeeper(for: database.client, answering: true),
+            second: SessionKeeper(for: secondClient, answering: true)
+        )
+        let services = Task {
+            try await withThrowingDiscardingTaskGroup { group in
+                for service in pair.first.services + pair.second.services {
+                    group.addTask { try await service.run() }
+                }
+            }
+        }
         do {
-            try await body(Pair(database: database, first: first, second: second))
+            try await body(pair)
         } catch {
-            await second.close()
+            services.cancel()
+            _ = await services.result
+            secondPool.cancel()
             await database.remove()
             throw error
         }
-        await second.close()
+        services.cancel()
+        _ = await services.result
+        secondPool.cancel()
         await database.remove()
     }
 
@@ -63,10 +80,10 @@ struct SessionCoherenceTests {
     }
 
     /// Checks `token` through `store` until `client`'s memory answers for it (after the warm-up).
-    static func warm(_ store: SQLAccountStore, _ client: PostgresDatabaseClient, _ token: String) async -> Bool {
+    static func warm(_ store: SQLAccountStore, _ keeper: SessionKeeper, _ token: String) async -> Bool {
         await eventually(timeout: 30) {
-            _ = try? await store.session(tokenHash: token, recent: true)
-            return client.coherence.memory?.lookup(token) != nil
+            _ = try? await store.checkSession(tokenHash: token)
+            return keeper.memory?.lookup(token) != nil
         }
     }
 
@@ -86,8 +103,8 @@ struct SessionCoherenceTests {
             #expect(await Self.warm(second, pair.second, "t2"))
             #expect(try await second.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: Date()))
             // The very next check on the other replica refuses, though it remembered the session a moment ago.
-            #expect(try await first.session(tokenHash: "t1", recent: true)?.session.endReason == .signedOut)
-            #expect(pair.first.coherence.memory?.lookup("t2") != nil, "a sign-out drops only its own session")
+            #expect(try await first.checkSession(tokenHash: "t1")?.session.endReason == .signedOut)
+            #expect(pair.first.memory?.lookup("t2") != nil, "a sign-out drops only its own session")
 
             let outcome = try await first.apply(
                 AccountChange(
@@ -100,8 +117,8 @@ struct SessionCoherenceTests {
                 )
             )
             #expect(outcome == .applied(revocation: nil))
-            #expect(try await second.session(tokenHash: "t2", recent: true)?.session.endReason == .appleCredentialRevoked)
-            #expect(pair.second.coherence.memory?.lookup("t3") != nil, "another account's session stays remembered")
+            #expect(try await second.checkSession(tokenHash: "t2")?.session.endReason == .appleCredentialRevoked)
+            #expect(pair.second.memory?.lookup("t3") != nil, "another account's session stays remembered")
         }
     }
 
@@ -112,7 +129,7 @@ struct SessionCoherenceTests {
             try await Self.signIn(first, account: "acct_1", tokens: ["t1"])
             #expect(await Self.warm(second, pair.second, "t1"))
             // A replica that registered and then stopped: its lease runs 1.5 s more.
-            try await pair.first.withDatabase { db in
+            try await pair.database.client.withDatabase { db in
                 try await db.raw(
                     """
                     INSERT INTO session_cache_replicas (id, lease_until)
@@ -125,7 +142,45 @@ struct SessionCoherenceTests {
             let took = ContinuousClock.now - started
             #expect(took > .milliseconds(1_000), "the change did not wait for the silent replica's lease: \(took)")
             #expect(took < .seconds(4), "the change waited past the lease: \(took)")
-            #expect(try await second.session(tokenHash: "t1", recent: true)?.session.endReason == .signedOut)
+            #expect(try await second.checkSession(tokenHash: "t1")?.session.endReason == .signedOut)
+        }
+    }
+
+    @Test("a sign-out whose commit returns after the other replica's mark lapsed (a slow standby) is refused there from its answer on")
+    func slowCommit() async throws {
+        try await Self.withPair { pair in
+            let (first, second) = pair.stores
+            try await Self.signIn(first, account: "acct_1", tokens: ["t1"])
+            #expect(await Self.warm(second, pair.second, "t1"))
+            // Every commit that ends a session takes 6 s: a deferred constraint trigger sleeps at COMMIT, as a lagging
+            // synchronous standby or a stalled disk would hold it.
+            try await pair.database.client.withDatabase { db in
+                try await db.raw(
+                    """
+                    CREATE FUNCTION orchard_test_slow_commit() RETURNS trigger LANGUAGE plpgsql
+                    AS $$ BEGIN PERFORM pg_sleep(6); RETURN NULL; END $$
+                    """
+                ).run()
+                try await db.raw(
+                    """
+                    CREATE CONSTRAINT TRIGGER orchard_test_slow_end AFTER UPDATE ON sessions DEFERRABLE INITIALLY DEFERRED
+                    FOR EACH ROW WHEN (NEW.ended_at IS NOT NULL AND OLD.ended_at IS NULL) EXECUTE FUNCTION orchard_test_slow_commit()
+                    """
+                ).run()
+            }
+            // The other replica keeps checking, as steady traffic does: once its mark has lapsed, its reads find the
+            // session live (the commit has not returned) and may remember it.
+            let checking = Task {
+                while !Task.isCancelled {
+                    _ = try? await second.checkSession(tokenHash: "t1")
+                    try? await Task.sleep(for: .milliseconds(20))
+                }
+            }
+            defer { checking.cancel() }
+            #expect(try await first.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: Date()))
+            // From the sign-out's answer on, the other replica refuses the session.
+            #expect(try await second.checkSession(tokenHash: "t1")?.session.endReason == .signedOut)
+            #expect(pair.second.memory?.lookup("t1") == nil, "the other replica still remembers the ended session")
         }
     }
 }

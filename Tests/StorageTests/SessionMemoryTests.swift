@@ -1,11 +1,12 @@
 import Accounts
 import Foundation
+import OrchardTesting
 import Testing
 
 @testable import Storage
 
-/// The rules one replica's memory keeps, without a database: what it may answer, and what a change it hears of takes
-/// away.
+/// The rules one process's memory keeps, without a database and on a clock the test moves: what it may answer, and
+/// what a change it hears of takes away.
 @Suite("Session memory: it answers only what no change it heard of is ending, and only while its lease is current")
 struct SessionMemoryTests {
     static func live(_ tokenHash: String, account: String = "acct_1") -> SessionWithAccount {
@@ -33,81 +34,152 @@ struct SessionMemoryTests {
         )
     }
 
-    /// A memory whose lease began `warmUp` ago, so that it answers at `now`.
-    static func warm(at now: ContinuousClock.Instant) -> SessionMemory {
-        let memory = SessionMemory()
-        for second in (0...6).reversed() {
-            memory.renewed(sentAt: now - .seconds(second), lease: .seconds(2), warmUp: .seconds(5))
+    /// A replica's memory on `clock`, renewed every half second until its warm-up has passed, so that it answers now.
+    static func warm(_ clock: ManualMonotonicClock) -> SessionMemory {
+        let memory = SessionMemory(clock: clock, timings: .replicas, needsNoLease: false)
+        for _ in 0..<12 {
+            memory.renewed(sentAt: clock.now)
+            clock.advance(by: .milliseconds(500))
         }
+        memory.renewed(sentAt: clock.now)
         return memory
     }
 
     @Test("nothing is answered before the warm-up has passed, nor after the lease has lapsed; a lapse forgets everything")
     func lease() {
-        let start = ContinuousClock.now
-        let memory = SessionMemory()
-        memory.renewed(sentAt: start, lease: .seconds(2), warmUp: .seconds(5))
-        memory.remember("t1", Self.live("t1"), readAt: memory.epoch, now: start + .milliseconds(100))
+        let clock = ManualMonotonicClock()
+        let start = clock.now
+        let memory = SessionMemory(clock: clock, timings: .replicas, needsNoLease: false)
+        memory.renewed(sentAt: start)
+        clock.advance(by: .milliseconds(100))
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
         #expect(memory.count == 0, "remembered while warming up")
-        memory.renewed(sentAt: start + .seconds(1), lease: .seconds(2), warmUp: .seconds(5))
-        memory.renewed(sentAt: start + .seconds(2), lease: .seconds(2), warmUp: .seconds(5))
-        memory.renewed(sentAt: start + .seconds(3), lease: .seconds(2), warmUp: .seconds(5))
-        memory.renewed(sentAt: start + .seconds(4), lease: .seconds(2), warmUp: .seconds(5))
-        memory.renewed(sentAt: start + .seconds(5), lease: .seconds(2), warmUp: .seconds(5))
-        let warm = start + .milliseconds(5_100)
-        memory.remember("t1", Self.live("t1"), readAt: memory.epoch, now: warm)
-        #expect(memory.lookup("t1", now: warm) != nil)
+        for _ in 0..<10 {
+            clock.advance(by: .milliseconds(500))
+            memory.renewed(sentAt: clock.now)
+        }
+        // 5.1 s after the first renewal: 0.4 s short of the 5.5 s warm-up.
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.count == 0, "remembered before the warm-up ended")
+        clock.advance(by: .milliseconds(400))
+        memory.renewed(sentAt: clock.now)
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.lookup("t1") != nil)
         // Entries answer for one second at most.
-        #expect(memory.lookup("t1", now: warm + .milliseconds(1_100)) == nil)
-        memory.remember("t1", Self.live("t1"), readAt: memory.epoch, now: warm + .milliseconds(1_200))
-        // The lease runs out 2 s after the last renewal was sent.
-        #expect(memory.lookup("t1", now: start + .milliseconds(7_100)) == nil)
+        clock.advance(by: .milliseconds(1_100))
+        #expect(memory.lookup("t1") == nil)
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        // The lease runs out 2 s after the last renewal was sent: here 1.1 s ago, so 0.9 s are left.
+        clock.advance(by: .milliseconds(800))
+        #expect(memory.lookup("t1") != nil, "within the lease")
+        clock.advance(by: .milliseconds(200))
+        #expect(memory.lookup("t1") == nil, "past the lease")
         // A renewal sent after the lapse: everything is forgotten, and it warms up again.
-        memory.renewed(sentAt: start + .seconds(8), lease: .seconds(2), warmUp: .seconds(5))
+        memory.renewed(sentAt: clock.now)
         #expect(memory.count == 0)
-        #expect(memory.lookup("t1", now: start + .milliseconds(8_100)) == nil)
+        #expect(memory.lookup("t1") == nil)
+    }
+
+    @Test("a renewal sent within the lease that returns after it lapsed forgets everything and warms up again")
+    func lateRenewal() {
+        let clock = ManualMonotonicClock()
+        let memory = Self.warm(clock)
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.lookup("t1") != nil)
+        // Sent with 0.5 s of the lease left; the database answers 3 s later, when other replicas' changes no longer
+        // waited for this one.
+        clock.advance(by: .milliseconds(1_500))
+        let sent = clock.now
+        clock.advance(by: .seconds(3))
+        memory.renewed(sentAt: sent)
+        #expect(memory.count == 0, "a lapse during the renewal kept what was remembered")
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.lookup("t1") == nil, "answered before warming up again")
     }
 
     @Test("a heard change drops its sessions and keeps them from being remembered until it resolves or 5 s pass")
     func marks() {
-        let now = ContinuousClock.now
-        let memory = Self.warm(at: now)
-        memory.remember("t1", Self.live("t1"), readAt: memory.epoch, now: now)
-        memory.remember("t2", Self.live("t2", account: "acct_2"), readAt: memory.epoch, now: now)
-        #expect(memory.mark("c1", .accounts(["acct_1"]), now: now) == 1)
-        #expect(memory.lookup("t1", now: now) == nil)
-        #expect(memory.lookup("t2", now: now) != nil)
-        memory.remember("t1", Self.live("t1"), readAt: memory.epoch, now: now)
-        #expect(memory.lookup("t1", now: now) == nil, "remembered while its account's change was pending")
-        memory.resolve("c1")
-        memory.remember("t1", Self.live("t1"), readAt: memory.epoch, now: now)
-        #expect(memory.lookup("t1", now: now) != nil)
-        // A mark whose outcome never comes lapses after 5 s.
-        memory.mark("c2", .sessions(["t2"]), now: now)
-        memory.remember("t2", Self.live("t2", account: "acct_2"), readAt: memory.epoch, now: now + .milliseconds(4_900))
-        #expect(memory.lookup("t2", now: now + .milliseconds(4_900)) == nil)
+        let clock = ManualMonotonicClock()
+        let memory = Self.warm(clock)
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        memory.remember("t2", Self.live("t2", account: "acct_2"), readAt: memory.epoch)
+        #expect(memory.mark("c1", .accounts(["acct_1"])) == 1)
+        #expect(memory.lookup("t1") == nil)
+        #expect(memory.lookup("t2") != nil)
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.lookup("t1") == nil, "remembered while its account's change was pending")
+        memory.resolve("c1", ending: nil)
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.lookup("t1") != nil)
+
+        // A mark whose outcome never comes keeps its sessions out for 5 s, and only 5 s: the lease is renewed
+        // throughout, so that the mark alone decides.
+        memory.mark("c2", .sessions(["t2"]))
+        for _ in 0..<9 {
+            clock.advance(by: .milliseconds(500))
+            memory.renewed(sentAt: clock.now)
+        }
+        clock.advance(by: .milliseconds(400))
+        memory.renewed(sentAt: clock.now)
+        memory.remember("t2", Self.live("t2", account: "acct_2"), readAt: memory.epoch)
+        #expect(memory.lookup("t2") == nil, "remembered at 4.9 s, before the mark lapsed")
+        clock.advance(by: .milliseconds(200))
+        memory.renewed(sentAt: clock.now)
+        memory.remember("t2", Self.live("t2", account: "acct_2"), readAt: memory.epoch)
+        #expect(memory.lookup("t2") != nil, "still kept out at 5.1 s, after the mark lapsed")
+    }
+
+    @Test("a change's outcome drops what it ended even after its mark lapsed (a slow commit)")
+    func outcomeDropsAfterLapse() {
+        let clock = ManualMonotonicClock()
+        let memory = Self.warm(clock)
+        memory.mark("c1", .sessions(["t1"]))
+        for _ in 0..<12 {
+            clock.advance(by: .milliseconds(500))
+            memory.renewed(sentAt: clock.now)
+        }
+        // The mark lapsed; a read that found the session still live (the commit had not returned) is remembered.
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.lookup("t1") != nil)
+        memory.resolve("c1", ending: .sessions(["t1"]))
+        #expect(memory.lookup("t1") == nil, "the outcome did not drop the ended session")
     }
 
     @Test("a read that was under way when a change was heard is not remembered, whatever it found")
     func readAcrossAnnouncement() {
-        let now = ContinuousClock.now
-        let memory = Self.warm(at: now)
+        let clock = ManualMonotonicClock()
+        let memory = Self.warm(clock)
         let epoch = memory.epoch
         // The change is announced and resolved while the read is in flight.
-        memory.mark("c1", .sessions(["t1"]), now: now)
-        memory.resolve("c1")
-        memory.remember("t1", Self.live("t1"), readAt: epoch, now: now)
-        #expect(memory.lookup("t1", now: now) == nil)
+        memory.mark("c1", .sessions(["t1"]))
+        memory.resolve("c1", ending: nil)
+        memory.remember("t1", Self.live("t1"), readAt: epoch)
+        #expect(memory.lookup("t1") == nil)
     }
 
     @Test("an ended session, or one whose account is gone, is never remembered")
     func onlyLive() {
-        let now = ContinuousClock.now
-        let memory = Self.warm(at: now)
+        let clock = ManualMonotonicClock()
+        let memory = Self.warm(clock)
         var ended = Self.live("t1")
         ended.session.endedAt = Date()
-        memory.remember("t1", ended, readAt: memory.epoch, now: now)
-        memory.remember("t2", SessionWithAccount(session: Self.live("t2").session, account: nil), readAt: memory.epoch, now: now)
+        memory.remember("t1", ended, readAt: memory.epoch)
+        memory.remember("t2", SessionWithAccount(session: Self.live("t2").session, account: nil), readAt: memory.epoch)
         #expect(memory.count == 0)
+    }
+
+    @Test("one process's memory (SQLite) answers without a lease, for its entries' lifetime")
+    func singleProcess() {
+        let clock = ManualMonotonicClock()
+        let memory = SessionMemory(clock: clock, timings: .singleProcess, needsNoLease: true)
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        #expect(memory.lookup("t1") != nil)
+        clock.advance(by: .seconds(59))
+        #expect(memory.lookup("t1") != nil)
+        clock.advance(by: .seconds(2))
+        #expect(memory.lookup("t1") == nil, "an entry answered past its lifetime")
+        memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+        memory.forgetAll()
+        #expect(memory.lookup("t1") == nil)
     }
 }

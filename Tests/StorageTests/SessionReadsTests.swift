@@ -67,7 +67,7 @@ struct SessionReadsTests {
 
     @Test("checks that arrive during a read wait for the next, which takes them in arrival order, at most mostPerRead at once")
     func readTogether() async throws {
-        let reads = SessionReads(mostReading: 2, slowRead: .seconds(3_600), mostPerRead: 3)
+        let reads = SessionReads(clock: ManualMonotonicClock(), mostReading: 2, slowRead: .seconds(3_600), mostPerRead: 3)
         let held = HeldReads()
         let first = await Self.check("a", reads, held, waiting: 0)
         try #require(await eventually(timeout: 30) { !held.calls.isEmpty })
@@ -102,7 +102,7 @@ struct SessionReadsTests {
 
     @Test("a failed read fails only the checks it took; a check that waited reads next, after the failure")
     func failureStaysInItsRead() async throws {
-        let reads = SessionReads(mostReading: 2, slowRead: .seconds(3_600))
+        let reads = SessionReads(clock: ManualMonotonicClock(), mostReading: 2, slowRead: .seconds(3_600))
         let held = HeldReads(failing: ["a"])
         let first = await Self.check("a", reads, held, waiting: 0)
         let second = await Self.check("b", reads, held, waiting: 1)
@@ -116,7 +116,7 @@ struct SessionReadsTests {
 
     @Test("a check that finds the latest read slow reads at once beside it, up to mostReading reads")
     func readsBeside() async throws {
-        let reads = SessionReads(mostReading: 2, slowRead: .zero)
+        let reads = SessionReads(clock: ManualMonotonicClock(), mostReading: 2, slowRead: .zero)
         let held = HeldReads()
         let first = await Self.check("a", reads, held, waiting: 0)
         let second = await Self.check("b", reads, held, waiting: 0)

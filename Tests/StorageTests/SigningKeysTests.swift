@@ -16,7 +16,7 @@ import Testing
     /// One replica's keys over `database`, with its own memory.
     static func replica(_ database: any DatabaseClient, vault: TokenVault, clock: TestWallClock) -> SigningKeys {
         SigningKeys(
-            store: SQLAccountStore(database: database),
+            store: TestDatabase.store(database),
             vault: vault,
             clock: clock,
             random: SystemRandomSource(),
@@ -40,7 +40,7 @@ import Testing
             for replica in replicas { group.addTask { try await replica.prepare() } }
             try await group.waitForAll()
         }
-        let keys = try await SQLAccountStore(database: database.client).signingKeys()
+        let keys = try await TestDatabase.store(database.client).signingKeys()
         #expect(keys.count == 1)
         for replica in replicas {
             let published = try JSONSerialization.jsonObject(with: try await replica.keySet()) as? [String: Any]
@@ -52,7 +52,7 @@ import Testing
             for replica in replicas { group.addTask { _ = try await replica.keySet() } }
             try await group.waitForAll()
         }
-        #expect(try await SQLAccountStore(database: database.client).signingKeys().count == 2)
+        #expect(try await TestDatabase.store(database.client).signingKeys().count == 2)
     }
 
     /// A database whose transactions run and then fail to commit: a process that died before its commit.

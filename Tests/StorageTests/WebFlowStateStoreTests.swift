@@ -14,7 +14,7 @@ import Testing
         let database = try await TestDatabase.make(backend)
         do {
             try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
-            let store = SQLAccountStore(database: database.client)
+            let store = TestDatabase.store(database.client)
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let live = WebFlowStateRecord(
                 stateHash: "h-live",
@@ -25,7 +25,7 @@ import Testing
             let old = WebFlowStateRecord(stateHash: "h-old", sealedNonce: "v1.k.old", returnTo: "/", expiresAt: now.addingTimeInterval(-1))
             try await store.insertWebFlowState(old, now: now.addingTimeInterval(-700))
             try await store.insertWebFlowState(live, now: now)
-            let retention = SQLAccountStore(database: database.client)
+            let retention = TestDatabase.store(database.client)
             let cutoffs = Dictionary(uniqueKeysWithValues: RetentionTarget.allCases.map { ($0, RetentionWindows().cutoff($0, at: now)) })
             #expect(try await retention.retentionTargetsDue(cutoffs: cutoffs) == [.webFlowStates])
             #expect(try await retention.purge(.webFlowStates, before: now, limit: 10) == 1)

@@ -70,6 +70,7 @@ struct BenchmarkWorld: Sendable {
             let dependencies = OrchardDependencies(
                 configuration: configuration,
                 database: database,
+                sessionBackend: database.sessionBackend,
                 httpClient: client,
                 clock: clock,
                 registry: PrometheusCollectorRegistry(),

@@ -38,16 +38,18 @@ public protocol AccountStore: AccountLookup, HistoryStore {
     /// - Throws: ``StoreError/conflict`` when the account is new and another with the same subject hash appeared
     ///   meanwhile.
     func recordSignIn(_ signIn: SignInRecord) async throws -> Bool
-    /// The session with this token hash, with its account's shown fields unless it was deleted: one indexed read. With
-    /// `recent`, a replica may answer from its memory of the last second (never for a session that has ended; only the
-    /// session check and the access token do: every request that writes reads the database).
-    func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount?
+    /// The session with this token hash, with its account's shown fields unless it was deleted, for a session check:
+    /// the session memory may answer (never for a session that has ended; only the session check and the access token
+    /// ask this way, every request that writes reads the database).
+    func checkSession(tokenHash: String) async throws -> SessionWithAccount?
+    /// The session with this token hash, with its account's shown fields unless it was deleted, as the database has it.
+    func session(tokenHash: String) async throws -> SessionWithAccount?
     /// Ends a live session and records its `signed_out` event with `cause`; `false` when there was no live session with
     /// that hash.
     func endSession(tokenHash: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool
-    /// Records a session check at `minute` on the session, unless it already shows that minute or a later one: the only
-    /// write a session check makes, at most once a minute per session.
-    func recordSeen(tokenHash: String, accountID: String, at minute: Date) async throws
+    /// A session check at `minute`, for the session's `last_seen_at`: written beside the answers (never before one),
+    /// once a minute per session at most; the only write a session check causes.
+    func noteSeen(tokenHash: String, at minute: Date)
     /// The account's sessions that are live at `now` (not ended, not expired), newest first.
     func liveSessions(accountID: String, now: Date) async throws -> [SessionRecord]
     /// Ends the account's live session with this public id; `false` when the account has no live session with it.

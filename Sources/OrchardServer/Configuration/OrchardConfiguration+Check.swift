@@ -41,6 +41,8 @@ extension OrchardConfiguration {
             ("ORCHARD_DATABASE_POOL_SIZE", String(database.poolSize)),
             ("ORCHARD_DATABASE_CA_FILE", database.caFile ?? "(system roots)"),
             ("ORCHARD_SESSION_CACHE", database.sessionCache ? "on" : "off"),
+            ("ORCHARD_DATABASE_POOLER", database.pooler.rawValue),
+            ("ORCHARD_DATABASE_LISTEN_URL", database.listenURL.map(Self.redactingPassword) ?? "(ORCHARD_DATABASE_URL)"),
             ("ORCHARD_VAULT_KEYS", vaultKeys.isEmpty ? "(none)" : "<redacted> (key ids: \(vaultKeys.map(\.id).joined(separator: ",")))"),
             ("APPLE_TEAM_ID", apple.teamID.isEmpty ? "(none)" : apple.teamID),
             ("APPLE_KEY_ID", apple.keyID.isEmpty ? "(none)" : apple.keyID),

@@ -80,7 +80,7 @@ struct SessionController<Context: RequestContext>: Sendable {
     }
 
     @Sendable func show(_ request: Request, context: Context) async throws -> SessionResponse {
-        let info = try await accounts.session(token: try Self.token(request), recent: true)
+        let info = try await accounts.session(token: try Self.token(request))
         return SessionResponse(
             session: .init(createdAt: RFC3339.string(info.createdAt), expiresAt: RFC3339.string(info.expiresAt)),
             account: AccountDTO(info.account)

@@ -276,5 +276,13 @@ extension Migration {
             summary: "each session's Apple client id, which its access tokens carry",
             statements: ["ALTER TABLE sessions ADD COLUMN client_id TEXT"]
         ),
+        Migration(
+            version: 13,
+            summary: "the session memory's change counter: every change to what a session check shows moves it (SQLite)",
+            statements: [
+                "CREATE TABLE session_epoch (id INTEGER PRIMARY KEY, value BIGINT NOT NULL)",
+                "INSERT INTO session_epoch (id, value) VALUES (1, 0)",
+            ]
+        ),
     ]
 }

@@ -13,9 +13,15 @@ import Synchronization
 /// text are static); ``NamedStatement`` gives them per call, from a task-local that `execute` reads before it
 /// returns. A statement's name stands for its text and its parameters' Swift types (a `NULL` leaves the type to the
 /// server, so a statement first prepared with one is another statement). `Benchmarks/run --start-postgres` measures it.
+///
+/// Through a transaction-pooling proxy (`ORCHARD_DATABASE_POOLER=transaction`) a connection's statements reach a
+/// different server connection in each transaction, where a name prepared elsewhere does not exist: there every
+/// statement is sent unnamed (`namesStatements` false).
 struct PreparedSQLDatabase: SQLDatabase {
     /// The leased connection.
     let connection: PostgresConnection
+    /// Whether statements with parameters are prepared by name.
+    let namesStatements: Bool
 
     var logger: Logger { connection.logger }
     var eventLoop: any EventLoop { connection.eventLoop }
@@ -53,9 +59,9 @@ struct PreparedSQLDatabase: SQLDatabase {
                 types.append("NULL")
             }
         }
-        guard binds.count <= Self.mostPreparedParameters else {
-            // A batch's statement: its parsing is spread over its rows, and a name per list length would keep up to a
-            // batch's size of plans on every connection.
+        guard namesStatements, binds.count <= Self.mostPreparedParameters else {
+            // Unnamed: through a transaction-pooling proxy; or a batch's statement, whose parsing is spread over its rows
+            // (a name per list length would keep up to a batch's size of plans on every connection).
             for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger) {
                 onRow(PostgresSQLRow(row))
             }

@@ -24,6 +24,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private let pool: DatabasePool
     private let reader: SQLiteReader
     private let writer: SQLiteWriter
+    private let watch: SQLiteChangeWatch
     private let logger: Logger
     /// The database file's path.
     public let path: String
@@ -34,9 +35,10 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// Always ``DatabaseFlavor/sqlite``.
     public var flavor: DatabaseFlavor { .sqlite }
 
-    private init(pool: DatabasePool, reader: SQLiteReader, path: String, logger: Logger) {
+    private init(pool: DatabasePool, reader: SQLiteReader, watch: SQLiteChangeWatch, path: String, logger: Logger) {
         self.pool = pool
         self.reader = reader
+        self.watch = watch
         self.writer = SQLiteWriter(pool: pool, logger: logger)
         self.path = path
         self.logger = logger
@@ -77,11 +79,15 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             try await pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             // After the pool: its writer has put the file in WAL mode, which the readers then share.
             let reader = try SQLiteReader(path: path, count: 4, configuration: configuration)
-            return SQLiteDatabaseClient(pool: pool, reader: reader, path: path, logger: logger)
+            let watch = try SQLiteChangeWatch(path: path, configuration: configuration)
+            return SQLiteDatabaseClient(pool: pool, reader: reader, watch: watch, path: path, logger: logger)
         } catch {
             throw StoreError.unavailable("cannot open the SQLite database at \(path): \(error)")
         }
     }
+
+    /// What the session memory needs of this database: a look at what other processes committed.
+    public var sessionBackend: SessionBackend { .singleProcess(watch) }
 
     /// Itself: SQLite operations have no deadline (a busy writer answers at once, after its busy timeout).
     public var withoutDeadline: any DatabaseClient { self }
@@ -126,6 +132,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     public func close() async {
         do {
             try reader.close()
+            try watch.close()
             try pool.close()
         } catch {
             logger.warning("closing the SQLite database failed", metadata: ["error": "\(error)"])

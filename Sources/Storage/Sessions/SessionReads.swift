@@ -19,6 +19,8 @@ final class SessionReads: Sendable {
     let slowRead: Duration
     /// Token hashes one read takes at most.
     let mostPerRead: Int
+    /// The time ``slowRead`` is counted in.
+    let clock: any MonotonicClock
 
     private enum Turn: Sendable {
         /// The read that took this check answered it.
@@ -34,19 +36,19 @@ final class SessionReads: Sendable {
 
     private struct State {
         var reading = 0
-        var latestStart = ContinuousClock.now
+        var latestStart: Duration = .zero
         var waiting: [Waiting] = []
 
-        /// Whether a check arriving now may start a read.
-        func mayStart(_ reads: SessionReads) -> Bool {
-            reading == 0 || (reading < reads.mostReading && ContinuousClock.now - latestStart >= reads.slowRead)
+        /// Whether a check arriving at `now` may start a read.
+        func mayStart(_ reads: SessionReads, now: Duration) -> Bool {
+            reading == 0 || (reading < reads.mostReading && now - latestStart >= reads.slowRead)
         }
 
-        /// A read is about to start: counted, and the latest from now, so that no check starts another beside it
-        /// before this one has had ``slowRead`` to answer.
-        mutating func starting() {
+        /// A read is about to start at `now`: counted, and the latest from now, so that no check starts another beside
+        /// it before this one has had ``slowRead`` to answer.
+        mutating func starting(at now: Duration) {
             reading += 1
-            latestStart = .now
+            latestStart = now
         }
     }
 
@@ -55,8 +57,9 @@ final class SessionReads: Sendable {
     /// Checks waiting to read.
     var waitingCount: Int { state.withLock { $0.waiting.count } }
 
-    init(mostReading: Int = 4, slowRead: Duration = .milliseconds(50), mostPerRead: Int = 64) {
+    init(clock: any MonotonicClock, mostReading: Int = 4, slowRead: Duration = .milliseconds(50), mostPerRead: Int = 64) {
         precondition(mostReading >= 1 && mostPerRead >= 1, "a read slot and a check per read at least")
+        self.clock = clock
         self.mostReading = mostReading
         self.slowRead = slowRead
         self.mostPerRead = mostPerRead
@@ -69,18 +72,20 @@ final class SessionReads: Sendable {
         read: ([String]) async throws -> [SessionWithAccount]
     ) async throws -> SessionWithAccount? {
         let leads = state.withLock { state in
-            guard state.waiting.isEmpty, state.mayStart(self) else { return false }
-            state.starting()
+            let now = clock.now
+            guard state.waiting.isEmpty, state.mayStart(self, now: now) else { return false }
+            state.starting(at: now)
             return true
         }
         if !leads {
             let turn = await withCheckedContinuation { continuation in
                 let leadsNow = state.withLock { state in
-                    guard state.mayStart(self) else {
+                    let now = clock.now
+                    guard state.mayStart(self, now: now) else {
                         state.waiting.append(Waiting(tokenHash: tokenHash, continuation: continuation))
                         return false
                     }
-                    state.starting()
+                    state.starting(at: now)
                     return true
                 }
                 if leadsNow { continuation.resume(returning: .lead) }
@@ -99,7 +104,7 @@ final class SessionReads: Sendable {
         let taken = state.withLock { state in
             // Again now that the read runs: a leader handed the slot may run late under load, and its read still gets
             // its own slowRead before a check starts another beside it.
-            state.latestStart = .now
+            state.latestStart = clock.now
             let count = min(state.waiting.count, mostPerRead - 1)
             defer { state.waiting.removeFirst(count) }
             return Array(state.waiting.prefix(count))
@@ -117,7 +122,7 @@ final class SessionReads: Sendable {
                 state.reading -= 1
                 return nil
             }
-            state.latestStart = .now
+            state.latestStart = clock.now
             return state.waiting.removeFirst()
         }
         next?.continuation.resume(returning: .lead)

@@ -17,7 +17,8 @@ extension SQLAccountStore: AccountChangeStore {
     public func apply(_ change: AccountChange) async throws -> AccountChangeOutcome {
         let at = change.at.milliseconds
         let condition = Self.sql(change.condition)
-        let write: @Sendable (any SQLDatabase) async throws -> AccountChangeOutcome = { db in
+        let write: @Sendable (SessionChange) async throws -> AccountChangeOutcome = { sessions in
+            let db = sessions.db
             var revocation: RevocationJob?
             switch change.action {
             case .delete(let audit, let plan):
@@ -43,12 +44,7 @@ extension SQLAccountStore: AccountChangeStore {
                     WHERE account_id = \(bind: change.accountID)
                     """
                 ).run()
-                try await db.raw(
-                    """
-                    UPDATE sessions SET ended_at = \(bind: at), end_reason = 'account_deleted'
-                    WHERE account_id = \(bind: change.accountID) AND ended_at IS NULL
-                    """
-                ).run()
+                try await sessions.endSessions(reason: SessionEndReason.accountDeleted.rawValue, at: at)
                 // A device label is the user's: gone from every session of the account, ended earlier or now.
                 try await db.raw(
                     """
@@ -95,12 +91,7 @@ extension SQLAccountStore: AccountChangeStore {
                     """
                 ).all()
                 guard !updated.isEmpty else { return try await Self.whyUnchanged(change.accountID, on: db) }
-                try await db.raw(
-                    """
-                    UPDATE sessions SET ended_at = \(bind: at), end_reason = 'apple_credential_revoked'
-                    WHERE account_id = \(bind: change.accountID) AND ended_at IS NULL
-                    """
-                ).run()
+                try await sessions.endSessions(reason: SessionEndReason.appleCredentialRevoked.rawValue, at: at)
             }
             for delivery in change.webhooks {
                 try await Self.insertWebhook(delivery, on: db)
@@ -114,10 +105,9 @@ extension SQLAccountStore: AccountChangeStore {
         let outcome: AccountChangeOutcome
         switch change.action {
         case .delete, .revokeCredential:
-            outcome = try await database.endingSessions(.accounts([change.accountID]), write)
+            outcome = try await keeper.ending(.accounts([change.accountID]), write)
         case .setEmailForwarding:
-            outcome = try await database.transaction(write)
-            database.changed(account: change.accountID)
+            outcome = try await keeper.changing(.accounts([change.accountID]), write)
         }
         if case .applied = outcome, case .delete = change.action {
             try await database.purgeDeletedData()
@@ -138,7 +128,8 @@ extension SQLAccountStore: AccountChangeStore {
             return (jti, change.accountID, forwarding.rawValue, limit.milliseconds)
         }
         precondition(rows.count == changes.count, "applyForwardingChanges takes email-forwarding changes that complete a notification")
-        let (marked, applied, existing) = try await database.transaction { db in
+        let (marked, applied, existing) = try await keeper.changing(.accounts(rows.map(\.accountID))) { sessions in
+            let db = sessions.db
             let marked = Set(
                 try await db.raw(
                     """
@@ -190,7 +181,6 @@ extension SQLAccountStore: AccountChangeStore {
             try await Self.insertEvents(done.flatMap(\.history), on: db)
             return (marked, applied, existing)
         }
-        for row in rows where applied.contains(row.accountID) { database.changed(account: row.accountID) }
         return rows.map { row in
             if !marked.contains(row.jti) { return .gone }
             if applied.contains(row.accountID) { return .applied(revocation: nil) }

@@ -4,19 +4,10 @@ import SQLKit
 
 /// An account's sessions, one per device: the list, ending one or all others, and when each was last checked.
 extension SQLAccountStore {
-    /// Records a session check at `minute` unless the session already shows it; a replica's memory of the account's
-    /// sessions goes when it did, so the next check reads the minute just written instead of writing it again.
-    public func recordSeen(tokenHash: String, accountID: String, at minute: Date) async throws {
-        let updated = try await database.transaction { db in
-            try await db.raw(
-                """
-                UPDATE sessions SET last_seen_at = \(bind: minute.milliseconds)
-                WHERE token_hash = \(bind: tokenHash) AND (last_seen_at IS NULL OR last_seen_at < \(bind: minute.milliseconds))
-                RETURNING token_hash
-                """
-            ).all()
-        }
-        if !updated.isEmpty { database.changed(account: accountID) }
+    /// Queues the session check at `minute` for `last_seen_at` (``SessionKeeper/noteSeen(tokenHash:minute:)``): the
+    /// keeper's ``SeenWriter`` writes it beside the answers, once a minute per session at most.
+    public func noteSeen(tokenHash: String, at minute: Date) {
+        keeper.noteSeen(tokenHash: tokenHash, minute: minute)
     }
 
     /// The account's sessions live at `now`, newest first.
@@ -54,15 +45,11 @@ extension SQLAccountStore {
             """
         ).map { try $0.string("token_hash") }
         guard !others.isEmpty else { return 0 }
-        return try await database.endingSessions(.sessions(others)) { db in
-            let ended = try await db.raw(
-                """
-                UPDATE sessions SET ended_at = \(bind: at.milliseconds), end_reason = \(bind: reason.rawValue)
-                WHERE token_hash IN (\(binds: others)) AND ended_at IS NULL
-                RETURNING id
-                """
-            ).all().map { try $0.string("id") }
-            try await Self.insertSignOuts(sessionIDs: ended, cause: .otherDevice, at: at, on: db)
+        // The replicas are told these sessions, or, past a few dozen (an announcement must stay short), the account's.
+        let target: SessionEndTarget = others.count <= 32 ? .sessions(others) : .accounts([accountID])
+        return try await keeper.ending(target) { change in
+            let ended = try await change.endSessions(tokenHashes: others, reason: reason.rawValue, at: at.milliseconds)
+            try await Self.insertSignOuts(sessionIDs: ended, cause: .otherDevice, at: at, on: change.db)
             return ended.count
         }
     }

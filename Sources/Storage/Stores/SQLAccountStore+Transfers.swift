@@ -84,8 +84,8 @@ extension SQLAccountStore: TransferStore {
 
     /// Re-keys a pending import's account and marks it `exchanged`, with its webhooks, in one transaction.
     public func completeImport(account: AccountRecord, completion: TransferCompletion) async throws -> Bool {
-        defer { database.changed(account: account.id) }
-        return try await database.transaction { db in
+        try await keeper.changing(.accounts([account.id])) { sessions in
+            let db = sessions.db
             // The account first, then its import row: the order a sign-in that completes an import takes too, so the
             // two never wait on each other's locks (PostgreSQL would abort one as a deadlock).
             let updated = try await db.raw(

@@ -16,8 +16,8 @@ extension SQLAccountStore: ValidationSchedule {
     /// sign-in that stored another one meanwhile set a schedule of its own, which a verdict on the old token must not
     /// undo.
     public func completeValidations(_ results: [JobResult<AccountRecord, ValidationResult>], at now: Date) async throws {
-        defer { for result in results { database.changed(account: result.job.id) } }
-        try await database.transaction { db in
+        try await keeper.changing(.accounts(results.map(\.job.id))) { sessions in
+            let db = sessions.db
             for result in results {
                 let id = result.job.id
                 let sameToken = Self.sql(.refreshToken(result.job.sealedRefreshToken))

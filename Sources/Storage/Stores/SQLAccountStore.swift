@@ -5,10 +5,14 @@ import SQLKit
 /// ``Accounts/AccountStore`` in SQL that SQLite and PostgreSQL both accept.
 public struct SQLAccountStore: AccountStore {
     let database: any DatabaseClient
+    /// The owner of the session memory, and the one path of every change that ends sessions or changes what a session
+    /// check shows.
+    public let keeper: SessionKeeper
 
-    /// Creates the store over a database.
-    public init(database: any DatabaseClient) {
-        self.database = database
+    /// Creates the store over the keeper of the sessions, on the database the keeper runs its changes on.
+    public init(keeper: SessionKeeper) {
+        self.database = keeper.database
+        self.keeper = keeper
     }
 
     /// How a claim's subquery locks the rows it picks: on PostgreSQL `FOR UPDATE SKIP LOCKED`, so concurrent replicas
@@ -106,8 +110,8 @@ public struct SQLAccountStore: AccountStore {
     /// Creates or updates the account and adds the session in one transaction.
     public func recordSignIn(_ signIn: SignInRecord) async throws -> Bool {
         let (account, session) = (signIn.account, signIn.session)
-        defer { if !signIn.isNew { database.changed(account: account.id) } }
-        return try await database.transaction { db in
+        // A returning user's sign-in changes what a check of the account's other sessions shows.
+        let write: @Sendable (any SQLDatabase) async throws -> Bool = { db in
             if signIn.isNew {
                 let inserted = try await db.raw(
                     """
@@ -163,12 +167,20 @@ public struct SQLAccountStore: AccountStore {
             try await Self.insertEvents(signIn.history, on: db)
             return true
         }
+        guard signIn.isNew else { return try await keeper.changing(.accounts([account.id])) { try await write($0.db) } }
+        return try await database.transaction(write)
     }
 
-    /// The session with this token hash and its account's shown fields: one indexed read over both primary keys,
-    /// without Apple's sealed tokens (the session check's read, which `Benchmarks/run` measures).
-    public func session(tokenHash: String, recent: Bool) async throws -> SessionWithAccount? {
-        try await database.session(tokenHash: tokenHash, mayRemember: recent) { try await sessions(tokenHashes: $0) }
+    /// The session with this token hash and its account's shown fields for a session check: from the session memory
+    /// when it may answer, else one indexed read over both primary keys, without Apple's sealed tokens (the session
+    /// check's read, which `Benchmarks/run` measures).
+    public func checkSession(tokenHash: String) async throws -> SessionWithAccount? {
+        try await keeper.check(tokenHash: tokenHash) { try await sessions(tokenHashes: $0) }
+    }
+
+    /// The session with this token hash and its account's shown fields, as the database has it now.
+    public func session(tokenHash: String) async throws -> SessionWithAccount? {
+        try await keeper.fresh(tokenHash: tokenHash) { try await sessions(tokenHashes: $0) }
     }
 
     /// The sessions with these token hashes and their accounts, from the database (PostgreSQL binds the list as one
@@ -194,15 +206,9 @@ public struct SQLAccountStore: AccountStore {
 
     /// Ends a live session.
     public func endSession(tokenHash: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool {
-        try await database.endingSessions(.sessions([tokenHash])) { db in
-            let ended = try await db.raw(
-                """
-                UPDATE sessions SET ended_at = \(bind: at.milliseconds), end_reason = \(bind: reason.rawValue)
-                WHERE token_hash = \(bind: tokenHash) AND ended_at IS NULL
-                RETURNING id
-                """
-            ).all().map { try $0.string("id") }
-            try await Self.insertSignOuts(sessionIDs: ended, cause: cause, at: at, on: db)
+        try await keeper.ending(.sessions([tokenHash])) { change in
+            let ended = try await change.endSessions(reason: reason.rawValue, at: at.milliseconds)
+            try await Self.insertSignOuts(sessionIDs: ended, cause: cause, at: at, on: change.db)
             return !ended.isEmpty
         }
     }

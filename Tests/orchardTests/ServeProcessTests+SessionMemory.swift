@@ -1,0 +1,67 @@
+import AppleIDEmulator
+import AsyncHTTPClient
+import Foundation
+import NIOHTTP1
+import OrchardTesting
+import Testing
+
+extension ServeProcessTests {
+    /// A counter's value in `/metrics` text (0 when absent).
+    static func counter(_ metrics: String, _ name: String) -> Double {
+        metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
+    @Test("on SQLite serve answers session checks from memory, and ends a remembered session at once, whoever ends it")
+    func sqliteMemory() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let serve = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
+        let client = setup.client(serve)
+
+        // Checks answered from memory.
+        let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        let id = try #require((signIn.json["account"] as? [String: Any])?["id"] as? String)
+        for _ in 0..<5 { #expect(try await client.request(.GET, "/v1/session", bearer: token).status == 200) }
+        let metrics = String(decoding: try await client.request(.GET, "/metrics").body, as: UTF8.self)
+        #expect(Self.counter(metrics, "orchard_session_cache_hits_total") >= 4, "the memory answered no check")
+        #expect(metrics.contains("orchard_session_cache_enabled 1"))
+
+        // An operator's command is another process: its deletion is refused by the very next check.
+        let deleted = try await OrchardProcess.runInBackground(["accounts", "delete", id], environment: setup.environment)
+        #expect(deleted.status == 0, "\(deleted.standardError)")
+        let afterDeletion = try await client.request(.GET, "/v1/session", bearer: token)
+        #expect(afterDeletion.status == 401)
+        #expect(afterDeletion["reason"] == "account_deleted")
+
+        // A sign-out through the server, and one of another device's session: refused at once too.
+        let user = setup.emulator.makeUser()
+        var tokens: [String] = []
+        for _ in 0..<2 {
+            let answer = try await client.signIn(user, clientID: "com.example.orchard.app").response
+            tokens.append(try #require((answer.json["session"] as? [String: Any])?["token"] as? String))
+        }
+        for token in tokens { for _ in 0..<3 { #expect(try await client.request(.GET, "/v1/session", bearer: token).status == 200) } }
+        #expect(try await client.request(.DELETE, "/v1/session", bearer: tokens[0]).status == 204)
+        #expect(try await client.request(.GET, "/v1/session", bearer: tokens[0])["reason"] == "signed_out")
+        #expect(try await client.request(.GET, "/v1/session", bearer: tokens[1]).status == 200, "the other device's stays")
+        #expect(await serve.terminate() == 0)
+    }
+
+    @Test("ORCHARD_SESSION_CACHE=off: every check reads the database, and the gauge says so")
+    func sqliteMemoryOff() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        var environment = setup.environment
+        environment["ORCHARD_SESSION_CACHE"] = "off"
+        let serve = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
+        let client = setup.client(serve)
+        let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+        let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
+        for _ in 0..<5 { #expect(try await client.request(.GET, "/v1/session", bearer: token).status == 200) }
+        let metrics = String(decoding: try await client.request(.GET, "/metrics").body, as: UTF8.self)
+        #expect(Self.counter(metrics, "orchard_session_cache_hits_total") == 0)
+        #expect(metrics.contains("orchard_session_cache_enabled 0"))
+        #expect(await serve.terminate() == 0)
+    }
+}
