@@ -54,6 +54,9 @@ struct DeletionTests {
             var secrets = [user.sub, "grace@example.com", "Gracelynne", "Hopperish", "Pixelbook"]
             secrets += h.emulator.issuedTokens(sub: user.sub)
             let files = try await h.databaseBytes()
+            #expect(!files.isEmpty, "the scan found the database's files (on PostgreSQL: ORCHARD_TEST_POSTGRES_DATA)")
+            // The sessions' rows stay a while (their session_revoked reason is promised), their device labels do not.
+            #expect(try await h.database.count("SELECT COUNT(*) AS n FROM sessions WHERE sealed_device IS NOT NULL") == 0)
             for file in files {
                 for secret in secrets {
                     for form in [secret, Data(secret.utf8).base64EncodedString()] {

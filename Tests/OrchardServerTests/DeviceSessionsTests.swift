@@ -179,7 +179,9 @@ struct DeviceSessionsTests {
             _ = try await h.signUp(h.emulator.makeUser(), device: label)
             let sealed = try await h.database.read("SELECT sealed_device FROM sessions WHERE sealed_device IS NOT NULL")
             #expect(sealed.count == 1)
-            for file in try await h.databaseBytes() {
+            let files = try await h.databaseBytes()
+            #expect(!files.isEmpty, "the scan found the database's files (on PostgreSQL: ORCHARD_TEST_POSTGRES_DATA)")
+            for file in files {
                 for form in [label, Data(label.utf8).base64EncodedString()] {
                     #expect(file.bytes.range(of: Data(form.utf8)) == nil, "the label in plain form in \(file.name)")
                 }

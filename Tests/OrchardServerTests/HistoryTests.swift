@@ -95,6 +95,10 @@ struct HistoryTests {
     @Test("pages of at most `limit`, newest first, joined by `next` without a gap or a repeat; bad limits and cursors are invalid_request")
     func paging() async throws {
         try await OrchardHarness.with { h in
+            // Another account whose event is older than every one of the user's: a cursor not scoped to the asking
+            // account would page into it.
+            let other = try await h.signUp(h.emulator.makeUser())
+            h.clock.advance(by: 1)
             let user = h.emulator.makeUser()
             var token = ""
             for _ in 0..<5 {
@@ -122,8 +126,8 @@ struct HistoryTests {
                 #expect(answer.status == 400, "\(bad)")
                 #expect(answer.code == "invalid_request", "\(bad)")
             }
-            // Another account's event as a cursor reads nothing of it: an empty page.
-            let other = try await h.signUp(h.emulator.makeUser())
+            // Another account's event as a cursor reads nothing of it: an empty page, though that account has an event
+            // older than the cursor's.
             let foreign = try await Self.page(h, other, query: "?before=\(whole[0])")
             #expect(foreign.events.isEmpty)
             #expect(foreign.next == nil)
