@@ -7,7 +7,7 @@ public import Metrics
 public struct Lifecycle: Sendable {
     /// What the one store provides.
     public typealias Store = AccountStore & AccountChangeStore & NotificationInbox & RevocationOutbox & ValidationSchedule
-        & TransferStore & OutboxQueries & SigningKeyStore & WebFlowStateStore
+        & TransferStore & OutboxQueries & SigningKeyStore & WebFlowStateStore & AccountImportStore
 
     /// Sign-in, sessions, sign-out and deletion.
     public let accounts: Accounts
@@ -33,6 +33,8 @@ public struct Lifecycle: Sendable {
     public let accessTokens: AccessTokens
     /// The web flow's states, between the redirect to Apple and Apple's form post.
     public let webFlowStates: WebFlowStates
+    /// Bringing an app's existing users in from another system.
+    public let imports: AccountImport
 
     /// How many notifications this process may have stored ahead of processing before Apple's endpoint holds the next
     /// one back: two of the handler's batches, one being processed and one gathering.
@@ -143,6 +145,13 @@ public struct Lifecycle: Sendable {
             random: random
         )
         self.webFlowStates = WebFlowStates(store: store, vault: vault, clock: clock, random: random, lifetime: configuration.nonceLifetime)
+        self.imports = AccountImport(
+            store: store,
+            vault: vault,
+            clock: clock,
+            random: random,
+            timing: ValidationTiming(interval: configuration.refreshValidationInterval, random: random)
+        )
     }
 
     /// One pass of refresh validation, as the server's worker runs each tick; returns how many accounts it claimed.

@@ -7,7 +7,7 @@ extension KeyedDecodingContainer {
     /// The usual shapes cost one lookup: `decodeIfPresent` answers absent, null and a JSON boolean at once, where asking
     /// `contains`, then `decodeNil`, then `decode` looks the key up three times (`VerifyBenchmark` guards this). It
     /// throws only for a value that is present and not null, which is then read as text.
-    func decodeLenientBoolIfPresent(forKey key: Key) throws -> Bool? {
+    package func decodeLenientBoolIfPresent(forKey key: Key) throws -> Bool? {
         do {
             return try decodeIfPresent(Bool.self, forKey: key)
         } catch {}

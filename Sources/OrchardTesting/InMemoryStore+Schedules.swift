@@ -9,7 +9,7 @@ extension InMemoryStore: ValidationSchedule {
             let due = tables.accounts.values
                 .filter { account in
                     guard let next = account.nextValidationAt, next <= now else { return false }
-                    return account.appleCredential == .valid && account.sealedRefreshToken != nil
+                    return account.appleCredential != .revoked && account.sealedRefreshToken != nil
                         && (tables.validationLeases[account.id].map { $0 <= now } ?? true)
                 }
                 .sorted { ($0.nextValidationAt!, $0.id) < ($1.nextValidationAt!, $1.id) }
@@ -30,6 +30,7 @@ extension InMemoryStore: ValidationSchedule {
                 switch result.outcome {
                 case .done(.validated(let at, let sealedAccessToken, let next)) where sameToken:
                     tables.accounts[id]?.lastValidatedAt = at
+                    tables.accounts[id]?.appleCredential = .valid
                     tables.accounts[id]?.sealedAccessToken = sealedAccessToken ?? account.sealedAccessToken
                     tables.accounts[id]?.nextValidationAt = next
                 case .done(.unscheduled) where sameToken, .failed where sameToken:
@@ -192,5 +193,29 @@ extension InMemoryStore: WebFlowStateStore {
     /// Removes the state and returns it.
     public func takeWebFlowState(hash: String) async throws -> WebFlowStateRecord? {
         tables.withLock { $0.webFlowStates.removeValue(forKey: hash) }
+    }
+}
+
+extension InMemoryStore: AccountImportStore {
+    /// The ids and subject hashes some account has.
+    public func takenAccountKeys(ids: [String], subjectHashes: [String]) async throws -> (ids: Set<String>, subjectHashes: Set<String>) {
+        tables.withLock { tables in
+            let accounts = tables.accounts.values.filter { ids.contains($0.id) || subjectHashes.contains($0.subjectHash) }
+            return (Set(accounts.map(\.id)), Set(accounts.map(\.subjectHash)))
+        }
+    }
+
+    /// Creates the accounts whose id and subject hash are free, with their events.
+    public func insertImported(_ accounts: [ImportedAccount]) async throws -> Set<String> {
+        tables.withLock { tables in
+            var created: Set<String> = []
+            for account in accounts where tables.accounts[account.record.id] == nil {
+                guard !tables.accounts.values.contains(where: { $0.subjectHash == account.record.subjectHash }) else { continue }
+                tables.accounts[account.record.id] = account.record
+                tables.add([account.event])
+                created.insert(account.record.id)
+            }
+            return created
+        }
     }
 }

@@ -1,4 +1,4 @@
-public import Accounts
+import Accounts
 public import SQLKit
 
 /// A database Orchard's stores run their SQL on: SQLite or PostgreSQL.

@@ -13,7 +13,7 @@ struct AccountsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "accounts",
         abstract: "Operator tools over the accounts in ORCHARD_DATABASE_URL (need ORCHARD_VAULT_KEYS to open them).",
-        subcommands: [List.self, Show.self, History.self, Delete.self, Revocations.self, Webhooks.self]
+        subcommands: [List.self, Show.self, History.self, Delete.self, Import.self, Revocations.self, Webhooks.self]
     )
 
     /// `orchard accounts list`.
@@ -191,7 +191,7 @@ struct AccountsCommand: AsyncParsableCommand {
                 for row in rows {
                     let delivery = row.delivery
                     print(
-                        "\(delivery.eventID)\t\(delivery.eventType)\t\(delivery.url)\t\(delivery.attempts)\t\(delivery.createdAt.formatted(.iso8601))\t\(row.lastError ?? "-")"
+                        "\(delivery.eventID)\t\(delivery.eventType)\t\(URLRedaction.redactingCredentials(delivery.url))\t\(delivery.attempts)\t\(delivery.createdAt.formatted(.iso8601))\t\(row.lastError ?? "-")"
                     )
                 }
                 if rows.isEmpty { print("(none \(status))") }

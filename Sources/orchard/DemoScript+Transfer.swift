@@ -41,7 +41,7 @@ extension DemoScript {
     /// The app moves to another developer team with its users (TN3159): export here, import into a second
     /// installation, and the user signs in there into the same account.
     func appTransfer() async throws {
-        step(19, "Grace signs up; then the app moves to another developer team, and its users with it (app transfer)")
+        step(20, "Grace signs up; then the app moves to another developer team, and its users with it (app transfer)")
         let grace = emulator.makeUser(email: "grace@example.com", isPrivateEmail: false, firstName: "Grace", lastName: "Hopper")
         let signUp = try await signIn(grace, expect: 200, at: nil)
         let account = signUp["account"] as? [String: Any] ?? [:]

@@ -85,9 +85,11 @@ struct DemoScript {
 
         try await webFlow()
 
+        try await importAct()
+
         try await appTransfer()
 
-        step(20, "Every call that reached Apple")
+        step(21, "Every call that reached Apple")
         for call in emulator.calls() {
             let hint = call.tokenTypeHint.map { " token_type_hint=\($0)" } ?? ""
             show("\(call.endpoint.path) grant_type=\(call.grantType ?? "-")\(hint) -> \(call.status.map(String.init) ?? "-")")

@@ -205,9 +205,13 @@ struct CommandLineTests {
         // A Work & School user: org_id in ACCOUNT and in the access token, no email.
         #expect(result.standardOutput.contains("org_id org_demo_school, email (none), email_verified false"))
         #expect(result.standardOutput.contains("carries org_id org_demo_school"))
-        // The app moves to another team: Grace is exported, imported into a second installation, and signs in there.
-        #expect(result.standardOutput.contains("exported 1, revoked_before_transfer 1"), "\(result.standardOutput)")
-        #expect(result.standardOutput.contains("imported 1, exchanged 1, pending 0, failed 0"))
+        // The app moves to another team: Grace (and Henry, imported before) are exported, imported into a second
+        // installation, and Grace signs in there.
+        #expect(result.standardOutput.contains("exported 2, revoked_before_transfer 1"), "\(result.standardOutput)")
+        #expect(result.standardOutput.contains("imported 2, exchanged 2, pending 0, failed 0"))
         #expect(result.standardOutput.contains("Grace signs in there: is_new_account false"))
+        // An app arrives from Firebase: Henry is imported and recognised at his next Sign in with Apple.
+        #expect(result.standardOutput.contains("--from firebase: imported 1, no_apple_identity 1"), "\(result.standardOutput)")
+        #expect(result.standardOutput.contains("Henry signs in with Apple: account fbHenry3Lk9QzT (his Firebase uid)"))
     }
 }

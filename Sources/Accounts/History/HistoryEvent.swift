@@ -13,6 +13,7 @@ public struct HistoryEvent: Sendable, Equatable {
         case credentialRevoked = "credential_revoked"
         case emailForwardingChanged = "email_forwarding_changed"
         case transferred
+        case imported
     }
 
     /// `evt_` and an opaque id.

@@ -12,7 +12,7 @@ extension JobKind {
 ///
 /// `invalid_grant` ends every session of the account (`apple_credential_revoked`), marks its credential revoked and
 /// sends `account.credential_revoked`; transient failures and `invalid_client` keep the sessions and retry with
-/// backoff. An account without a live session is left until its next sign-in. Up to 16 accounts of a batch of 64 are
+/// backoff. An account without a live session is left until its next sign-in, except an imported token's first check. Up to 16 accounts of a batch of 64 are
 /// validated at once. Each claim records the backlog left after it (`orchard_refresh_validations_due`,
 /// `orchard_refresh_validation_oldest_overdue_seconds`).
 public struct RefreshValidationHandler: JobHandler {
@@ -59,7 +59,10 @@ public struct RefreshValidationHandler: JobHandler {
     ///
     /// - Throws: a storage or vault fault (left to its lease: the account is due again when the lease runs out).
     public func perform(_ account: AccountRecord, logger: Logger) async throws -> JobOutcome<ValidationResult> {
-        guard try await schedule.hasLiveSession(accountID: account.id, now: clock.now()) else {
+        // An imported token (`unknown`: never checked here) is checked once whoever is signed in, to set its state.
+        let firstCheck = account.appleCredential == .unknown
+        let keptAlive = try await firstCheck ? true : schedule.hasLiveSession(accountID: account.id, now: clock.now())
+        guard keptAlive else {
             // Nobody is signed in: nothing to keep alive. The next sign-in validates by its code exchange.
             Counter(label: "orchard_refresh_validations_total", dimensions: [("outcome", "dormant")], factory: metrics).increment()
             return .done(.unscheduled)

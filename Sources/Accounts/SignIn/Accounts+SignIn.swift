@@ -133,7 +133,9 @@ extension Accounts {
         }
 
         var record = try existing ?? sealing.newAccount(id: id, subject: claims.sub, clientID: claims.aud, at: now)
-        if isNew, let user = request.user, user.firstName != nil || user.lastName != nil {
+        // The first authorization's name: for a new account, and for one that never signed in here (an imported one,
+        // whose name stays unless this brings a new one).
+        if isNew || existing?.grantedAt == nil, let user = request.user, user.firstName != nil || user.lastName != nil {
             record.sealedName = try sealing.sealName(AccountView.Name(firstName: user.firstName, lastName: user.lastName), accountID: id)
         }
         // Only a signed token vouches for an email: `user.email` from the app is never stored, or anyone could claim

@@ -165,6 +165,7 @@ public struct AccountPage: Sendable {
         case (.emailForwardingChanged, "disabled"): "Email forwarding turned off at Apple"
         case (.emailForwardingChanged, _): "Email forwarding turned on at Apple"
         case (.transferred, _): "This app moved to a new developer; your account came with it"
+        case (.imported, _): "Your account was brought over from the app's previous sign-in system"
         }
     }
 

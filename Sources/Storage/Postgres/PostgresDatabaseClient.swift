@@ -1,4 +1,4 @@
-public import Accounts
+import Accounts
 import AppleID
 import Foundation
 public import Logging

@@ -57,7 +57,8 @@ public struct JobTable: Sendable, Hashable, CustomStringConvertible {
         dueIndex: "accounts_next_validation_at",
         key: "id",
         dueColumn: "next_validation_at",
-        condition: "apple_credential = 'valid' AND sealed_refresh_token IS NOT NULL",
+        // `unknown` with a token held: an imported refresh token, whose first validation sets its state.
+        condition: "apple_credential <> 'revoked' AND sealed_refresh_token IS NOT NULL",
         leaseColumn: "validation_lease_until"
     )
 

@@ -25,7 +25,7 @@ extension SQLAccountStore: ValidationSchedule {
                 case .done(.validated(let at, let sealedAccessToken, let next)):
                     let updated = try await db.raw(
                         """
-                        UPDATE accounts SET last_validated_at = \(bind: at.milliseconds),
+                        UPDATE accounts SET last_validated_at = \(bind: at.milliseconds), apple_credential = 'valid',
                             sealed_access_token = COALESCE(\(bind: sealedAccessToken), sealed_access_token),
                             next_validation_at = \(bind: next.milliseconds), updated_at = \(bind: at.milliseconds)
                         WHERE id = \(bind: id)\(sameToken)

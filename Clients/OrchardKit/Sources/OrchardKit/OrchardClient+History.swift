@@ -16,6 +16,7 @@ public struct AccountEvent: Sendable, Hashable, Identifiable, Decodable {
         case emailForwardingChanged = "email_forwarding_changed"
         /// The app moved to another developer team, and the account with it.
         case transferred
+        case imported
     }
 
     /// `evt_…`.

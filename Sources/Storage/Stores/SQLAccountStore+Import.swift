@@ -1,0 +1,50 @@
+public import Accounts
+import Foundation
+import SQLKit
+
+extension SQLAccountStore: AccountImportStore {
+    /// Of these ids and subject hashes, the ones some account has: one read.
+    public func takenAccountKeys(ids: [String], subjectHashes: [String]) async throws -> (ids: Set<String>, subjectHashes: Set<String>) {
+        guard !ids.isEmpty || !subjectHashes.isEmpty else { return ([], []) }
+        let rows = try await database.read(
+            """
+            SELECT id, subject_hash FROM accounts
+            WHERE id IN (\(binds: ids.isEmpty ? [""] : ids)) OR subject_hash IN (\(binds: subjectHashes.isEmpty ? [""] : subjectHashes))
+            """
+        )
+        var taken: (ids: Set<String>, subjectHashes: Set<String>) = ([], [])
+        for row in rows {
+            taken.ids.insert(try row.string("id"))
+            taken.subjectHashes.insert(try row.string("subject_hash"))
+        }
+        return taken
+    }
+
+    /// Creates the accounts whose id and subject hash are free, and their events, in one transaction: one statement
+    /// for the accounts (`ON CONFLICT DO NOTHING`, which covers both), one for the events of those it created.
+    public func insertImported(_ accounts: [ImportedAccount]) async throws -> Set<String> {
+        guard !accounts.isEmpty else { return [] }
+        return try await database.transaction { db in
+            let values = accounts.map(\.record).map { account -> SQLQueryString in
+                """
+                (\(bind: account.id), \(bind: account.subjectHash), \(bind: account.sealedSubject), \(bind: account.sealedEmail),
+                    \(bind: account.isPrivateEmail ? 1 : 0), \(bind: account.emailForwarding.rawValue), \(bind: account.sealedName),
+                    \(bind: account.clientID), \(bind: account.sealedRefreshToken), NULL, NULL, \(bind: account.appleCredential.rawValue),
+                    NULL, \(bind: account.nextValidationAt?.milliseconds), \(bind: account.createdAt.milliseconds),
+                    \(bind: account.updatedAt.milliseconds), NULL, NULL, \(bind: account.emailVerified ? 1 : 0))
+                """
+            }.joined(separator: ", ")
+            let created = Set(
+                try await db.raw(
+                    """
+                    INSERT INTO accounts (\(unsafeRaw: Self.accountColumns)) VALUES \(values)
+                    ON CONFLICT DO NOTHING
+                    RETURNING id
+                    """
+                ).all().map { try $0.string("id") }
+            )
+            try await Self.insertEvents(accounts.filter { created.contains($0.record.id) }.map(\.event), on: db)
+            return created
+        }
+    }
+}
