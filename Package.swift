@@ -196,6 +196,9 @@ let package = Package(
                 server("CryptoExtras", "swift-crypto"),
                 server("NIOHTTP1", "swift-nio"),
                 server("NIOPosix", "swift-nio"),
+                // Already built for jwt-kit; TestCertificateAuthority issues the TLS tests' certificates with it.
+                server("X509", "swift-certificates"),
+                server("SwiftASN1", "swift-asn1"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -219,6 +222,12 @@ let package = Package(
                 server("NIOCore", "swift-nio"),
                 server("NIOHTTP1", "swift-nio"),
                 server("NIOPosix", "swift-nio"),
+                // Already built for the server; `notifications doctor` makes its own TLS handshakes and reads the
+                // server's certificate.
+                server("NIOSSL", "swift-nio-ssl"),
+                server("NIOTLS", "swift-nio"),
+                server("X509", "swift-certificates"),
+                server("SwiftASN1", "swift-asn1"),
                 server("SQLKit", "sql-kit"),
                 server("UnixSignals", "swift-service-lifecycle"),
                 server("OTel", "swift-otel"),

@@ -6,7 +6,7 @@ extension Accounts {
     /// The live sessions of the account behind `token`, newest first, with the asking one marked ``DeviceSession/current``.
     public func deviceSessions(token: String) async throws(AccountsError) -> [DeviceSession] {
         let (caller, account) = try await liveSession(token: token)
-        return try await deviceSessions(accountID: account.id, caller: caller)
+        return try await deviceSessions(accountID: account.id, currentTokenHash: caller.tokenHash)
     }
 
     /// Everything the account page shows for the session behind `token`, from one session lookup: the account, its
@@ -16,12 +16,13 @@ extension Accounts {
         recordSeen(caller)
         return AccountOverview(
             account: try sealing.view(of: account),
-            sessions: try await deviceSessions(accountID: account.id, caller: caller),
+            sessions: try await deviceSessions(accountID: account.id, currentTokenHash: caller.tokenHash),
             activity: try await history(accountID: account.id, before: nil, limit: activity).events
         )
     }
 
-    private func deviceSessions(accountID: String, caller: SessionRecord) async throws(AccountsError) -> [DeviceSession] {
+    /// The account's live sessions, newest first; the one whose token hashes to `currentTokenHash` is marked current.
+    func deviceSessions(accountID: String, currentTokenHash: String?) async throws(AccountsError) -> [DeviceSession] {
         let sessions = try await storing { try await store.liveSessions(accountID: accountID, now: clock.now()) }
         var shown: [DeviceSession] = []
         for session in sessions {
@@ -32,7 +33,7 @@ extension Accounts {
                     expiresAt: session.expiresAt,
                     lastSeenAt: session.lastSeenAt,
                     device: try openDeviceLabel(session.sealedDevice, context: SealingContext.session(session.id), of: "session \(session.id)"),
-                    current: session.tokenHash == caller.tokenHash
+                    current: session.tokenHash == currentTokenHash
                 )
             )
         }
@@ -60,7 +61,13 @@ extension Accounts {
     public func endOtherSessions(token: String) async throws(AccountsError) -> Int {
         let (caller, account) = try await liveSession(token: token)
         return try await storing {
-            try await store.endOtherSessions(accountID: account.id, keepingTokenHash: caller.tokenHash, reason: .signedOut, at: clock.now())
+            try await store.endOtherSessions(
+                accountID: account.id,
+                keepingTokenHash: caller.tokenHash,
+                reason: .signedOut,
+                cause: .otherDevice,
+                at: clock.now()
+            )
         }
     }
 

@@ -39,6 +39,8 @@ public struct RetentionWindows: Sendable {
     public var endedSessions: Duration = .seconds(7 * 86_400)
     /// An account's history event (`ORCHARD_HISTORY_RETENTION`, in days).
     public var history: Duration = .seconds(400 * 86_400)
+    /// A deletion that left the revocation to the user, shown to operators.
+    public var manualRevocations: Duration = .seconds(30 * 86_400)
 
     /// The contract's windows.
     public init() {}
@@ -46,7 +48,8 @@ public struct RetentionWindows: Sendable {
     /// The time before which a row of `target` is removed, at `now`.
     public func cutoff(_ target: RetentionTarget, at now: Date) -> Date {
         switch target {
-        case .nonces, .webFlowStates: now
+        case .nonces, .webFlowStates, .consoleLogins: now
+        case .manualRevocations: now.addingTimeInterval(-manualRevocations.seconds)
         case .processedNotifications: now.addingTimeInterval(-processedNotifications.seconds)
         case .deliveredWebhooks: now.addingTimeInterval(-deliveredWebhooks.seconds)
         case .endedSessions, .expiredSessions: now.addingTimeInterval(-endedSessions.seconds)

@@ -27,11 +27,13 @@ public struct OrchardApplication: Sendable {
 ///   - dependencies: the real parts (or a test's).
 ///   - onServerRunning: called with the listening channel (tests and the demo read the bound port from it).
 ///   - onMetricsServerRunning: the same for the metrics listener, when `ORCHARD_METRICS_PORT` is set.
+///   - onAdminServerRunning: the same for the operator listener, when `ORCHARD_ADMIN_PORT` is set.
 /// - Throws: ``ConfigurationError`` for a setting that cannot be used, or a storage error when migration fails.
 public func buildApplication(
     _ dependencies: OrchardDependencies,
     onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
-    onMetricsServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
+    onMetricsServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in },
+    onAdminServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in }
 ) async throws -> OrchardApplication {
     let configuration = dependencies.configuration
     let logger = dependencies.logger
@@ -113,7 +115,23 @@ public func buildApplication(
     if dependencies.jobTick != nil { application.addServices(jobs) }
     // The session memory's own: the writer of last_seen_at and, on PostgreSQL, the replicas' listener.
     application.addServices(store.keeper.services)
-    if let metricsPort = configuration.listener.metricsPort {
+    let sharesMetricsPort = configuration.listener.adminPort.map { $0 != 0 && $0 == configuration.listener.metricsPort } ?? false
+    if configuration.listener.adminPort != nil {
+        application.addServices(
+            try operatorApplication(
+                lifecycle: lifecycle,
+                store: store,
+                limiters: limiters,
+                servesMetrics: sharesMetricsPort,
+                dependencies: dependencies,
+                onServerRunning: onAdminServerRunning
+            )
+        )
+    }
+    application.addServices(
+        EmailHashBackfillService(backfill: EmailHashBackfill(store: store, vault: TokenVault(keys: configuration.vaultKeys)), logger: logger)
+    )
+    if let metricsPort = configuration.listener.metricsPort, !sharesMetricsPort {
         application.addServices(
             metricsApplication(
                 host: configuration.listener.metricsHost,

@@ -90,7 +90,7 @@ extension InMemoryStore: NotificationInbox {
     }
 
     /// Marks finished notifications (unless a change marked them) and reschedules the others.
-    public func completeNotifications(_ results: [JobResult<InboxEntry, String>], at now: Date) async throws {
+    public func completeNotifications(_ results: [JobResult<InboxEntry, InboxOutcome>], at now: Date) async throws {
         tables.withLock { tables in
             for result in results {
                 let jti = result.job.jti
@@ -98,7 +98,7 @@ extension InMemoryStore: NotificationInbox {
                 switch result.outcome {
                 case .done(let outcome):
                     if tables.inbox[jti]?.processed == nil {
-                        tables.inbox[jti]?.processed = (now, outcome)
+                        tables.inbox[jti]?.processed = (now, outcome.name)
                         tables.inbox[jti]?.entry.sealedEvent = nil
                     }
                 case .retry(let next, _):

@@ -206,14 +206,20 @@ extension InMemoryStore: AccountStore {
     }
 
     /// Ends the account's other live sessions.
-    public func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int {
+    public func endOtherSessions(
+        accountID: String,
+        keepingTokenHash: String?,
+        reason: SessionEndReason,
+        cause: SignOutCause,
+        at: Date
+    ) async throws -> Int {
         tables.withLock { tables in
             var ended = 0
             for (hash, session) in tables.sessions
             where session.accountID == accountID && hash != keepingTokenHash && session.endedAt == nil && session.expiresAt > at {
                 tables.sessions[hash]?.endedAt = at
                 tables.sessions[hash]?.endReason = reason
-                tables.signedOut(hash, cause: .otherDevice, at: at)
+                tables.signedOut(hash, cause: cause, at: at)
                 ended += 1
             }
             return ended

@@ -7,9 +7,9 @@ extension OrchardHarness {
         metrics.counterTotal(label: label, dimensions: dimensions)
     }
 
-    /// The values Orchard recorded into gauge `label` (with no dimensions), oldest first; empty when it never did.
-    public func gaugeValues(_ label: String) -> [Double] {
-        (try? metrics.expectGauge(label).values) ?? []
+    /// The values Orchard recorded into gauge `label` (with these dimensions), oldest first; empty when it never did.
+    public func gaugeValues(_ label: String, _ dimensions: [(String, String)] = []) -> [Double] {
+        (try? metrics.expectGauge(label, dimensions).values) ?? []
     }
 
     /// The values Orchard recorded into timer `label` with these dimensions, in nanoseconds; empty when it never did.

@@ -17,6 +17,8 @@ struct Orchard: AsyncParsableCommand {
             KeysCommand.self,
             TransferCommand.self,
             ConfigCommand.self,
+            OperatorsCommand.self,
+            NotificationsCommand.self,
         ]
     )
 }

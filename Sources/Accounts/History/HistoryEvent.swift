@@ -146,4 +146,6 @@ public enum SignOutCause: String, Sendable {
     case otherDevice = "other_device"
     /// It ran out its lifetime.
     case expired
+    /// An operator ended the account's sessions.
+    case `operator`
 }

@@ -176,7 +176,7 @@ public struct AccountImport: Sendable {
         var record = try sealing.newAccount(id: id, subject: Redacted(subject), clientID: clientID, at: now)
         record.createdAt = user.createdAt ?? now
         if let email {
-            record.sealedEmail = try vault.seal(email, context: SealingContext.account(id, .email))
+            try record.setEmail(email, vault: vault)
             record.isPrivateEmail = user.isPrivateEmail ?? false
             record.emailVerified = user.emailVerified ?? true
         }

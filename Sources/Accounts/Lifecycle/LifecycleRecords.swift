@@ -21,6 +21,8 @@ public struct RevocationJob: Sendable, Equatable {
     public var lastError: String?
     /// When the account was deleted.
     public var createdAt: Date
+    /// The deleted account's id (for operators; the account itself is gone).
+    public var accountID: String?
 
     /// Creates a job.
     public init(
@@ -32,8 +34,10 @@ public struct RevocationJob: Sendable, Equatable {
         nextAttemptAt: Date,
         leaseUntil: Date?,
         lastError: String?,
-        createdAt: Date
+        createdAt: Date,
+        accountID: String? = nil
     ) {
+        self.accountID = accountID
         self.id = id
         self.clientID = clientID
         self.sealedToken = sealedToken
@@ -123,9 +127,20 @@ public struct InboxEntry: Sendable, Equatable {
     public var sealedEvent: String?
     /// Tries so far.
     public var attempts: Int
+    /// The client id it was for (Apple's `aud`), which operators count deliveries by.
+    public var clientID: String?
 
     /// Creates an entry.
-    public init(jti: String, receivedAt: Date, eventType: String, subjectDigest: String, sealedEvent: String?, attempts: Int) {
+    public init(
+        jti: String,
+        receivedAt: Date,
+        eventType: String,
+        subjectDigest: String,
+        sealedEvent: String?,
+        attempts: Int,
+        clientID: String? = nil
+    ) {
+        self.clientID = clientID
         self.jti = jti
         self.receivedAt = receivedAt
         self.eventType = eventType
@@ -230,7 +245,8 @@ public struct RevocationPlan: Sendable {
             nextAttemptAt: leaseUntil,
             leaseUntil: leaseUntil,
             lastError: nil,
-            createdAt: createdAt
+            createdAt: createdAt,
+            accountID: removed.accountID
         )
     }
 }

@@ -17,7 +17,7 @@ extension JobKind {
 /// account apply in Apple's order.
 public struct NotificationHandler: JobHandler {
     /// The inbox outcome a finished notification is marked with, unless its account change marked it already.
-    public typealias Done = String
+    public typealias Done = InboxOutcome
 
     let inbox: any NotificationInbox
     let accounts: any AccountLookup
@@ -57,8 +57,8 @@ public struct NotificationHandler: JobHandler {
     /// recorded by the engine's completion. Left to the one-by-one path: notifications that end sessions (they announce
     /// to the replicas, one change each), any whose event cannot be read, and every later notification of their
     /// subjects (their order).
-    public func performTogether(_ entries: [InboxEntry], logger: Logger) async -> [JobOutcome<String>?] {
-        var outcomes = [JobOutcome<String>?](repeating: nil, count: entries.count)
+    public func performTogether(_ entries: [InboxEntry], logger: Logger) async -> [JobOutcome<InboxOutcome>?] {
+        var outcomes = [JobOutcome<InboxOutcome>?](repeating: nil, count: entries.count)
         // The claim sorted the entries by arrival, so a subject's k-th notification is in round k.
         var rounds: [[Int]] = []
         var taken: [String: Int] = [:]
@@ -81,7 +81,7 @@ public struct NotificationHandler: JobHandler {
     private func performRound(
         _ indices: [Int],
         of entries: [InboxEntry],
-        into outcomes: inout [JobOutcome<String>?],
+        into outcomes: inout [JobOutcome<InboxOutcome>?],
         logger: Logger
     ) async {
         var events: [(index: Int, event: AppleNotificationEvent, candidates: [String])] = []
@@ -112,7 +112,7 @@ public struct NotificationHandler: JobHandler {
             switch Self.decide(event, about: account, policy: policy) {
             case .ignore(let why):
                 logIgnored(why, entry, event, logger: logger)
-                outcomes[index] = .done(why)
+                outcomes[index] = .done(InboxOutcome(why, accountID: account.id))
             case .setEmailForwarding(let forwarding, let condition):
                 changing.append((index, event.type))
                 batch.append((account.id, forwarding, entry.jti, condition))
@@ -123,9 +123,9 @@ public struct NotificationHandler: JobHandler {
         guard !batch.isEmpty else { return }
         do {
             let applied = try await changes.setEmailForwarding(batch, at: clock.now())
-            for ((index, type), outcome) in zip(changing, applied) {
+            for (((index, type), change), outcome) in zip(zip(changing, batch), applied) {
                 Counter(label: "orchard_notifications_processed_total", dimensions: [("type", type.rawValue)], factory: metrics).increment()
-                outcomes[index] = .done(recorded(outcome, entries[index], logger: logger))
+                outcomes[index] = .done(InboxOutcome(recorded(outcome, entries[index], logger: logger), accountID: change.accountID))
             }
         } catch {
             // Each is tried again one by one, with its own retry.
@@ -134,7 +134,7 @@ public struct NotificationHandler: JobHandler {
     }
 
     /// Acts on one notification; a failure is retried with backoff.
-    public func perform(_ entry: InboxEntry, logger: Logger) async -> JobOutcome<String> {
+    public func perform(_ entry: InboxEntry, logger: Logger) async -> JobOutcome<InboxOutcome> {
         do {
             return .done(try await process(entry, logger: logger))
         } catch {
@@ -144,7 +144,7 @@ public struct NotificationHandler: JobHandler {
     }
 
     /// Marks the finished notifications processed and releases the others, in one transaction.
-    public func complete(_ results: [JobResult<InboxEntry, String>], at now: Date) async throws {
+    public func complete(_ results: [JobResult<InboxEntry, InboxOutcome>], at now: Date) async throws {
         try await inbox.completeNotifications(results, at: now)
         backpressure.processed(results.count)
     }
@@ -155,7 +155,7 @@ public struct NotificationHandler: JobHandler {
     }
 
     /// Acts on the notification; returns the inbox outcome to record.
-    private func process(_ entry: InboxEntry, logger: Logger) async throws -> String {
+    private func process(_ entry: InboxEntry, logger: Logger) async throws -> InboxOutcome {
         let now = clock.now()
         guard let sealed = entry.sealedEvent else { return "no_event" }
         let json = try vault.open(sealed, context: SealingContext.notification(entry.jti))
@@ -169,7 +169,7 @@ public struct NotificationHandler: JobHandler {
         switch decision {
         case .ignore(let why):
             logIgnored(why, entry, event, logger: logger)
-            return why
+            return InboxOutcome(why, accountID: account.id)
         case .setEmailForwarding(let forwarding, let condition):
             outcome = try await changes.setEmailForwarding(
                 accountID: account.id,
@@ -190,7 +190,7 @@ public struct NotificationHandler: JobHandler {
             outcome = try await delete(account, reason: reason, jti: entry.jti, condition: condition, logger: logger)
         }
         Counter(label: "orchard_notifications_processed_total", dimensions: [("type", event.type.rawValue)], factory: metrics).increment()
-        return recorded(outcome, entry, logger: logger)
+        return InboxOutcome(recorded(outcome, entry, logger: logger), accountID: account.id)
     }
 
     /// The inbox outcome of a change. An applied change marked the notification processed in its own transaction;

@@ -64,11 +64,18 @@ public struct NotificationReceiver: Sendable {
                 eventType: event.type.rawValue,
                 subjectDigest: subjectDigest,
                 sealedEvent: try vault.seal(json, context: SealingContext.notification(notification.jti)),
-                attempts: 0
+                attempts: 0,
+                clientID: notification.aud
             )
             return try await inbox.insertNotification(entry, nextAttemptAt: now)
         }
         Counter(label: "orchard_notifications_total", dimensions: [("outcome", inserted ? "stored" : "duplicate")], factory: metrics).increment()
+        // Proof that Apple reaches this server, per client id.
+        Gauge(label: "orchard_notifications_last_received_timestamp_seconds", dimensions: [("client_id", notification.aud)], factory: metrics)
+            .record(now.timeIntervalSince1970)
+        if !inserted {
+            Counter(label: "orchard_notifications_duplicates_total", dimensions: [("client_id", notification.aud)], factory: metrics).increment()
+        }
         logger.debug(
             inserted ? "notification stored" : "duplicate notification ignored",
             metadata: ["notification.jti": "\(notification.jti)", "notification.type": "\(event.type.rawValue)"]

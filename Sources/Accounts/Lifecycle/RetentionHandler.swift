@@ -26,6 +26,11 @@ public enum RetentionTarget: String, Sendable, CaseIterable {
     case sessionExpiries = "session_expiries"
     /// History events older than `ORCHARD_HISTORY_RETENTION`.
     case history
+    /// Console logins, once their 12 hours ended.
+    case consoleLogins = "console_logins"
+    /// Deletions that left the revocation to the user (`manual_required`), 30 days after, when operators no longer
+    /// need to see them.
+    case manualRevocations = "manual_revocations"
 }
 
 /// The storage the retention job needs: which targets have rows past their cutoff, and removing a bounded number.

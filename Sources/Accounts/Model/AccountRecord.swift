@@ -10,7 +10,12 @@ public struct AccountRecord: Sendable, Equatable {
     /// The Apple subject, sealed.
     public var sealedSubject: String
     /// The email Apple shared, sealed.
-    public var sealedEmail: String?
+    public var sealedEmail: String? {
+        didSet { if sealedEmail == nil { emailHash = nil } }
+    }
+    /// The keyed hash of the lowercased email, beside the subject's under the same keys, by which an operator finds the
+    /// account (``TokenVault/emailHash(_:)``); set with ``setEmail(_:vault:)``.
+    public var emailHash: String?
     /// Whether the email is an Apple private relay address.
     public var isPrivateEmail: Bool
     /// Whether Apple forwards mail to the relay address.
@@ -66,7 +71,8 @@ public struct AccountRecord: Sendable, Equatable {
         updatedAt: Date,
         grantedAt: Date? = nil,
         orgID: String? = nil,
-        emailVerified: Bool = true
+        emailVerified: Bool = true,
+        emailHash: String? = nil
     ) {
         self.id = id
         self.subjectHash = subjectHash
@@ -87,5 +93,12 @@ public struct AccountRecord: Sendable, Equatable {
         self.grantedAt = grantedAt
         self.orgID = orgID
         self.emailVerified = emailVerified
+        self.emailHash = emailHash
+    }
+
+    /// Seals the email and keeps its lookup hash beside it.
+    public mutating func setEmail(_ email: String, vault: TokenVault) throws {
+        sealedEmail = try vault.seal(email, context: SealingContext.account(id, .email))
+        emailHash = vault.emailHash(email)
     }
 }

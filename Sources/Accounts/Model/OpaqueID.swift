@@ -10,6 +10,12 @@ enum OpaqueID {
         matches(id, prefix: "evt_", longest: 84) { isDigit($0) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) || $0 == UInt8(ascii: "_") }
     }
 
+    /// `prefix` and 32 lowercase hex digits: the ids ``RandomSource/id(_:)`` makes (`aud_`, `whd_`).
+    static func isID(_ id: String, prefix: String) -> Bool {
+        id.utf8.count == prefix.utf8.count + 32
+            && matches(id, prefix: prefix, longest: prefix.utf8.count + 32) { isDigit($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+    }
+
     private static func matches(_ id: String, prefix: String, longest: Int, _ allowed: (UInt8) -> Bool) -> Bool {
         id.hasPrefix(prefix) && id.utf8.count <= longest && id.utf8.dropFirst(prefix.utf8.count).allSatisfy(allowed)
     }

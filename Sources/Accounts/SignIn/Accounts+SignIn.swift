@@ -146,7 +146,7 @@ extension Accounts {
         // neither, and can never turn a stored unverified address into a verified one. An absent claim counts as
         // verified for a consumer account and as unverified for a Managed Apple Account (`org_id`).
         if let emailSource, let email = emailSource.email, !email.value.isEmpty {
-            record.sealedEmail = try seal(email.value, .email)
+            try record.setEmail(email.value, vault: vault)
             record.isPrivateEmail = emailSource.isPrivateEmail ?? false
             record.emailVerified = emailSource.emailVerified ?? (record.orgID == nil)
         } else if isNew {

@@ -54,9 +54,9 @@ public protocol AccountStore: AccountLookup, HistoryStore {
     func liveSessions(accountID: String, now: Date) async throws -> [SessionRecord]
     /// Ends the account's live session with this public id; `false` when the account has no live session with it.
     func endSession(id: String, accountID: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool
-    /// Ends every live session of the account except the one with `keepingTokenHash`, each with its `signed_out`
-    /// (`other_device`) event; returns how many ended.
-    func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int
+    /// Ends every live session of the account except the one with `keepingTokenHash` (every one when `nil`), each with
+    /// its `signed_out` event of `cause` (`other_device`, `operator`); returns how many ended.
+    func endOtherSessions(accountID: String, keepingTokenHash: String?, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Int
     /// Runs a trivial query; throws what kept the database from answering it.
     func checkReachable() async throws
 }

@@ -189,7 +189,7 @@ public struct AppTransfer: Sendable {
             account.subjectHash = vault.subjectHash(exchanged.sub)
             account.sealedSubject = try vault.seal(exchanged.sub.value, context: SealingContext.account(accountID, .subject))
             if let email = exchanged.email {
-                account.sealedEmail = try vault.seal(email.value, context: SealingContext.account(accountID, .email))
+                try account.setEmail(email.value, vault: vault)
                 account.isPrivateEmail = exchanged.isPrivateEmail ?? true
             }
             account.updatedAt = now

@@ -92,6 +92,17 @@ public struct TokenVault: Sendable {
         lookupKeys.map { Self.hash(subject.value, key: $0) }
     }
 
+    /// The keyed hash that finds an account by its email, letter case ignored, under the current key; apart from the
+    /// subject's by a prefix, so that an email never matches a subject.
+    public func emailHash(_ email: String) -> String {
+        Self.hash("email:" + email.lowercased(), key: lookupKeys[0])
+    }
+
+    /// The email's hash under every configured key, current first.
+    public func emailHashCandidates(_ email: String) -> [String] {
+        lookupKeys.map { Self.hash("email:" + email.lowercased(), key: $0) }
+    }
+
     private static func hash(_ value: String, key: SymmetricKey) -> String {
         HMAC<SHA256>.authenticationCode(for: Data(value.utf8), using: key).hexString
     }

@@ -81,8 +81,10 @@ public struct VaultRotation: Sendable {
                 opened[column] = value.value
             }
             let subjectHash = table == .accounts ? opened["sealed_subject"].map { vault.subjectHash(Redacted($0)) } : nil
+            // The email's lookup hash too (an account from before it was kept gets one here).
+            let emailHash = table == .accounts ? opened["sealed_email"].map { vault.emailHash($0) } : nil
             let current = row.values.values.allSatisfy { vault.keyID(of: $0) == vault.currentKeyID }
-            guard !current || subjectHash != row.subjectHash else {
+            guard !current || subjectHash != row.subjectHash || emailHash != row.emailHash else {
                 outcome.unchanged += 1
                 return
             }
@@ -90,7 +92,7 @@ public struct VaultRotation: Sendable {
             for (column, value) in opened {
                 resealed[column] = try vault.seal(value, context: Self.context(table, row.key, column))
             }
-            if try await store.replaceSealed(in: table, row: row, with: resealed, subjectHash: subjectHash) {
+            if try await store.replaceSealed(in: table, row: row, with: resealed, subjectHash: subjectHash, emailHash: emailHash) {
                 outcome.rotated += 1
             } else {
                 outcome.changedMeanwhile += 1

@@ -50,12 +50,15 @@ public struct SealedRow: Sendable {
     public var values: [String: String]
     /// The subject's lookup hash (accounts only).
     public var subjectHash: String?
+    /// The email's lookup hash (accounts with an email only).
+    public var emailHash: String?
 
     /// Creates a row.
-    public init(key: String, values: [String: String], subjectHash: String?) {
+    public init(key: String, values: [String: String], subjectHash: String?, emailHash: String? = nil) {
         self.key = key
         self.values = values
         self.subjectHash = subjectHash
+        self.emailHash = emailHash
     }
 }
 
@@ -63,7 +66,13 @@ public struct SealedRow: Sendable {
 public protocol VaultStore: Sendable {
     /// Up to `limit` rows of `table` after `key` (in key order), with their sealed values.
     func sealedRows(in table: VaultTable, after key: String?, limit: Int) async throws -> [SealedRow]
-    /// Replaces one row's sealed values (and, for an account, its lookup hash) in its own transaction, only if they are
+    /// Replaces one row's sealed values (and, for an account, its lookup hashes) in its own transaction, only if they are
     /// still `row`'s (a running server may have changed the row meanwhile: then `false`, and the row is left as it is).
-    func replaceSealed(in table: VaultTable, row: SealedRow, with values: [String: String], subjectHash: String?) async throws -> Bool
+    func replaceSealed(
+        in table: VaultTable,
+        row: SealedRow,
+        with values: [String: String],
+        subjectHash: String?,
+        emailHash: String?
+    ) async throws -> Bool
 }

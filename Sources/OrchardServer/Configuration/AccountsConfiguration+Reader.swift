@@ -2,7 +2,7 @@ public import Accounts
 
 extension AccountsConfiguration {
     /// Reads the lifecycle's settings (`ORCHARD_SESSION_TTL`, `ORCHARD_NONCE_LIFETIME`, `ORCHARD_CLOCK_LEEWAY`,
-    /// `ORCHARD_REFRESH_VALIDATION_INTERVAL`, `ORCHARD_CONSENT_REVOKED_POLICY`, `ORCHARD_HISTORY_RETENTION`); against Apple's own endpoints the
+    /// `ORCHARD_REFRESH_VALIDATION_INTERVAL`, `ORCHARD_CONSENT_REVOKED_POLICY`, `ORCHARD_HISTORY_RETENTION`, `ORCHARD_WEBHOOK_RETRY_WINDOW`); against Apple's own endpoints the
     /// validation interval is at least a day and the nonce lifetime at least a minute.
     /// - Throws: ``ConfigurationError`` naming the first setting that is wrong.
     public init(reader settings: SettingsReader, againstApple: Bool) throws(ConfigurationError) {
@@ -11,6 +11,7 @@ extension AccountsConfiguration {
         clockLeeway = try settings.seconds("ORCHARD_CLOCK_LEEWAY", in: 0...3600) ?? clockLeeway
         nonceLifetime = try settings.seconds("ORCHARD_NONCE_LIFETIME", in: 1...86_400) ?? nonceLifetime
         if let days = try settings.integer("ORCHARD_HISTORY_RETENTION", in: 1...36_500) { retention.history = .seconds(days * 86_400) }
+        webhookRetryWindow = try settings.seconds("ORCHARD_WEBHOOK_RETRY_WINDOW", in: 0...31_536_000) ?? webhookRetryWindow
         refreshValidationInterval = try settings.seconds("ORCHARD_REFRESH_VALIDATION_INTERVAL", in: 1...31_536_000) ?? refreshValidationInterval
         if againstApple, refreshValidationInterval < .seconds(86_400) {
             throw ConfigurationError(

@@ -1,5 +1,5 @@
 /// Where and how `serve` listens: its address, built-in TLS, the metrics listener, the shutdown grace, and what it
-/// allows anonymous clients (`ORCHARD_HOST`, `ORCHARD_PORT`, `ORCHARD_TLS_*`, `ORCHARD_METRICS_*`,
+/// allows anonymous clients (`ORCHARD_HOST`, `ORCHARD_PORT`, `ORCHARD_TLS_*`, `ORCHARD_METRICS_*`, `ORCHARD_ADMIN_*`,
 /// `ORCHARD_SHUTDOWN_GRACE`, `ORCHARD_RATE_LIMIT_PER_MINUTE`, `ORCHARD_TRUSTED_PROXIES`).
 public struct ListenerConfiguration: Sendable {
     /// `ORCHARD_HOST`.
@@ -14,6 +14,11 @@ public struct ListenerConfiguration: Sendable {
     public var metricsHost = "127.0.0.1"
     /// `ORCHARD_METRICS_PORT`: when set, `/metrics` is served there only.
     public var metricsPort: Int?
+    /// `ORCHARD_ADMIN_HOST`.
+    public var adminHost = "127.0.0.1"
+    /// `ORCHARD_ADMIN_PORT`: when set, the operator API and console are served there only (it may be the metrics
+    /// listener's port); when not, they are not served at all.
+    public var adminPort: Int?
     /// `ORCHARD_SHUTDOWN_GRACE`: how long open requests and claimed jobs may finish after SIGTERM.
     public var shutdownGrace: Duration = .seconds(10)
     /// `ORCHARD_RATE_LIMIT_PER_MINUTE` per client on the anonymous routes; 0 turns the limit off.
@@ -38,6 +43,11 @@ public struct ListenerConfiguration: Sendable {
         }
         metricsHost = settings.text("ORCHARD_METRICS_HOST") ?? metricsHost
         metricsPort = try settings.port("ORCHARD_METRICS_PORT")
+        adminHost = settings.text("ORCHARD_ADMIN_HOST") ?? adminHost
+        adminPort = try settings.port("ORCHARD_ADMIN_PORT")
+        if let adminPort, adminPort == metricsPort, adminHost != metricsHost {
+            throw ConfigurationError(setting: "ORCHARD_ADMIN_HOST", problem: "must be ORCHARD_METRICS_HOST when both listeners share a port")
+        }
         shutdownGrace = try settings.seconds("ORCHARD_SHUTDOWN_GRACE", in: 0...3600) ?? shutdownGrace
         rateLimitPerMinute = try settings.integer("ORCHARD_RATE_LIMIT_PER_MINUTE", in: 0...1_000_000) ?? rateLimitPerMinute
         trustedProxies = try settings.list("ORCHARD_TRUSTED_PROXIES").map { text throws(ConfigurationError) in

@@ -37,33 +37,7 @@ struct SessionController<Context: RequestContext>: Sendable {
     }
 
     struct SessionsResponse: ResponseEncodable {
-        struct Session: Encodable {
-            var id: String
-            var createdAt: String
-            var expiresAt: String
-            var lastSeenAt: String?
-            var device: String?
-            var current: Bool
-
-            enum CodingKeys: String, CodingKey {
-                case id, device, current
-                case createdAt = "created_at"
-                case expiresAt = "expires_at"
-                case lastSeenAt = "last_seen_at"
-            }
-
-            /// `last_seen_at` is always present (`null` before the first check); `device` only when one was given.
-            func encode(to encoder: any Encoder) throws {
-                var container = encoder.container(keyedBy: CodingKeys.self)
-                try container.encode(id, forKey: .id)
-                try container.encode(createdAt, forKey: .createdAt)
-                try container.encode(expiresAt, forKey: .expiresAt)
-                try container.encode(lastSeenAt, forKey: .lastSeenAt)
-                try container.encodeIfPresent(device, forKey: .device)
-                try container.encode(current, forKey: .current)
-            }
-        }
-        var sessions: [Session]
+        var sessions: [SessionDTO]
     }
 
     struct EndedResponse: ResponseEncodable {
@@ -95,16 +69,7 @@ struct SessionController<Context: RequestContext>: Sendable {
     @Sendable func list(_ request: Request, context: Context) async throws -> SessionsResponse {
         let sessions = try await accounts.deviceSessions(token: try Self.token(request))
         return SessionsResponse(
-            sessions: sessions.map { session in
-                SessionsResponse.Session(
-                    id: session.id,
-                    createdAt: RFC3339.string(session.createdAt),
-                    expiresAt: RFC3339.string(session.expiresAt),
-                    lastSeenAt: session.lastSeenAt.map(RFC3339.string),
-                    device: session.device,
-                    current: session.current
-                )
-            }
+            sessions: sessions.map { SessionDTO($0, showingCurrent: true) }
         )
     }
 
@@ -133,5 +98,42 @@ struct SessionController<Context: RequestContext>: Sendable {
             throw AccountsError(.sessionInvalid, "no session token (Authorization: Bearer, or the __Host-orchard_session cookie)")
         }
         return credential
+    }
+}
+
+/// SESSION of the contract (`GET /v1/sessions`); operators see it without `current`.
+struct SessionDTO: Encodable {
+    var id: String
+    var createdAt: String
+    var expiresAt: String
+    var lastSeenAt: String?
+    var device: String?
+    var current: Bool?
+
+    init(_ session: DeviceSession, showingCurrent: Bool) {
+        id = session.id
+        createdAt = RFC3339.string(session.createdAt)
+        expiresAt = RFC3339.string(session.expiresAt)
+        lastSeenAt = session.lastSeenAt.map(RFC3339.string)
+        device = session.device
+        current = showingCurrent ? session.current : nil
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, device, current
+        case createdAt = "created_at"
+        case expiresAt = "expires_at"
+        case lastSeenAt = "last_seen_at"
+    }
+
+    /// `last_seen_at` is always present (`null` before the first check); `device` only when one was given.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(expiresAt, forKey: .expiresAt)
+        try container.encode(lastSeenAt, forKey: .lastSeenAt)
+        try container.encodeIfPresent(device, forKey: .device)
+        try container.encodeIfPresent(current, forKey: .current)
     }
 }

@@ -8,6 +8,8 @@ public struct OrchardRequestContext: RequestContext, RemoteAddressRequestContext
     public var coreContext: CoreRequestContextStorage
     /// The socket's peer (a proxy's address behind one; see ``ClientAddressResolver``).
     public let remoteAddress: SocketAddress?
+    /// On the operator listener, the operator the request authenticated as (``OperatorMiddleware``).
+    public var operatorName: String?
 
     /// Creates the context for a request.
     public init(source: ApplicationRequestContextSource) {

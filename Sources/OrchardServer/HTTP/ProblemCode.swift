@@ -18,10 +18,14 @@ public enum ProblemCode: Sendable, Hashable, CaseIterable {
     case csrfRejected
     /// A web-flow route while the web flow is not configured.
     case webFlowDisabled
+    /// An operator route without a valid operator token or console cookie (which one is wrong is not said).
+    case operatorUnauthorized
 
     /// Every code: the lifecycle's, then the server's own.
     public static var allCases: [ProblemCode] {
-        AccountsError.Code.allCases.map(ProblemCode.lifecycle) + [.payloadTooLarge, .methodNotAllowed, .rateLimited, .csrfRejected, .webFlowDisabled]
+        AccountsError.Code.allCases.map(ProblemCode.lifecycle) + [
+            .payloadTooLarge, .methodNotAllowed, .rateLimited, .csrfRejected, .webFlowDisabled, .operatorUnauthorized,
+        ]
     }
 
     /// The code a client sees.
@@ -33,6 +37,7 @@ public enum ProblemCode: Sendable, Hashable, CaseIterable {
         case .rateLimited: "rate_limited"
         case .csrfRejected: "csrf_rejected"
         case .webFlowDisabled: "web_flow_disabled"
+        case .operatorUnauthorized: "operator_unauthorized"
         }
     }
 
@@ -55,6 +60,7 @@ public enum ProblemCode: Sendable, Hashable, CaseIterable {
         case .methodNotAllowed: .methodNotAllowed
         case .payloadTooLarge: .contentTooLarge
         case .rateLimited: .tooManyRequests
+        case .operatorUnauthorized: .unauthorized
         }
     }
 
@@ -67,6 +73,7 @@ public enum ProblemCode: Sendable, Hashable, CaseIterable {
         case .rateLimited: "Rate limited"
         case .csrfRejected: "Cross-site request rejected"
         case .webFlowDisabled: "Web flow disabled"
+        case .operatorUnauthorized: "Operator unauthorized"
         }
     }
 }

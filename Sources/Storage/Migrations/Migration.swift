@@ -284,5 +284,56 @@ extension Migration {
                 "INSERT INTO session_epoch (id, value) VALUES (1, 0)",
             ]
         ),
+        Migration(
+            version: 14,
+            summary: "operators: their tokens' hashes, console logins, the audit log; finding accounts by email; what the queues show them",
+            statements: [
+                "CREATE TABLE operators (name TEXT PRIMARY KEY, token_hash TEXT NOT NULL UNIQUE, created_at BIGINT NOT NULL)",
+                """
+                CREATE TABLE operator_logins (
+                    token_hash TEXT PRIMARY KEY,
+                    operator TEXT NOT NULL REFERENCES operators (name) ON DELETE CASCADE,
+                    expires_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX operator_logins_operator ON operator_logins (operator)",
+                "CREATE INDEX operator_logins_expires_at ON operator_logins (expires_at)",
+                // No reference to operators or accounts: an entry outlives both.
+                """
+                CREATE TABLE operator_audit (
+                    id TEXT PRIMARY KEY,
+                    at BIGINT NOT NULL,
+                    operator TEXT NOT NULL,
+                    method TEXT NOT NULL,
+                    route TEXT NOT NULL,
+                    account_id TEXT,
+                    status INTEGER NOT NULL
+                )
+                """,
+                "CREATE INDEX operator_audit_at ON operator_audit (at, id)",
+                // The lowercased email's keyed hash, beside the subject's (filled for older rows at serve's start).
+                "ALTER TABLE accounts ADD COLUMN email_hash TEXT",
+                "CREATE INDEX accounts_email_hash ON accounts (email_hash)",
+                // Which deleted account a queued revocation is for, and deletions with no token to revoke.
+                "ALTER TABLE revocations ADD COLUMN account_id TEXT",
+                "CREATE INDEX revocations_created_at ON revocations (created_at)",
+                """
+                CREATE TABLE manual_revocations (
+                    account_id TEXT PRIMARY KEY,
+                    client_id TEXT NOT NULL,
+                    deleted_at BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX manual_revocations_deleted_at ON manual_revocations (deleted_at)",
+                // Each notification's client id, the account it acted on, and how often Apple sent it again.
+                "ALTER TABLE notification_inbox ADD COLUMN client_id TEXT",
+                "ALTER TABLE notification_inbox ADD COLUMN account_id TEXT",
+                "ALTER TABLE notification_inbox ADD COLUMN duplicates INTEGER NOT NULL DEFAULT 0",
+                "CREATE INDEX notification_inbox_received_at ON notification_inbox (received_at, jti)",
+                "CREATE INDEX notification_inbox_client_received_at ON notification_inbox (client_id, received_at)",
+                // When a webhook was given up.
+                "ALTER TABLE webhook_outbox ADD COLUMN failed_at BIGINT",
+            ]
+        ),
     ]
 }

@@ -31,7 +31,8 @@ extension SQLAccountStore: AccountImportStore {
                     \(bind: account.isPrivateEmail ? 1 : 0), \(bind: account.emailForwarding.rawValue), \(bind: account.sealedName),
                     \(bind: account.clientID), \(bind: account.sealedRefreshToken), NULL, NULL, \(bind: account.appleCredential.rawValue),
                     NULL, \(bind: account.nextValidationAt?.milliseconds), \(bind: account.createdAt.milliseconds),
-                    \(bind: account.updatedAt.milliseconds), NULL, NULL, \(bind: account.emailVerified ? 1 : 0))
+                    \(bind: account.updatedAt.milliseconds), NULL, NULL, \(bind: account.emailVerified ? 1 : 0),
+                    \(bind: account.emailHash))
                 """
             }.joined(separator: ", ")
             let created = Set(

@@ -66,14 +66,25 @@ extension SQLAccountStore: AccountChangeStore {
                 try await db.raw(
                     """
                     UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = 'account_deleted',
-                        next_attempt_at = NULL, lease_until = NULL
+                        account_id = \(bind: change.accountID), next_attempt_at = NULL, lease_until = NULL
                     WHERE subject_digest = \(bind: audit.subjectDigest) AND processed_at IS NULL
                     """
                 ).run()
                 // The token this deletion removed, whatever an earlier read of the account said.
-                if let job = try plan?.job(for: removed) {
-                    try await Self.insertRevocation(job, on: db)
-                    revocation = job
+                if let plan {
+                    if let job = try plan.job(for: removed) {
+                        try await Self.insertRevocation(job, on: db)
+                        revocation = job
+                    } else {
+                        // No token was held: the user revokes on Apple's page; operators see it waiting there.
+                        try await db.raw(
+                            """
+                            INSERT INTO manual_revocations (account_id, client_id, deleted_at)
+                            VALUES (\(bind: change.accountID), \(bind: removed.clientID), \(bind: at))
+                            ON CONFLICT DO NOTHING
+                            """
+                        ).run()
+                    }
                 }
             case .setEmailForwarding(let forwarding):
                 let updated = try await db.raw(
@@ -98,7 +109,7 @@ extension SQLAccountStore: AccountChangeStore {
             }
             try await Self.insertEvents(change.history, on: db)
             if let jti = change.completesNotification {
-                try await Self.completeNotification(jti: jti, outcome: "processed", at: at, in: db)
+                try await Self.completeNotification(jti: jti, outcome: "processed", accountID: change.accountID, at: at, in: db)
             }
             return .applied(revocation: revocation)
         }
@@ -134,7 +145,7 @@ extension SQLAccountStore: AccountChangeStore {
                 try await db.raw(
                     """
                     UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = 'processed',
-                        next_attempt_at = NULL, lease_until = NULL
+                        account_id = \(Self.accountIDs(rows.map { ($0.jti, $0.accountID) })), next_attempt_at = NULL, lease_until = NULL
                     WHERE jti IN (\(binds: rows.map(\.jti))) AND processed_at IS NULL
                     RETURNING jti
                     """
@@ -237,10 +248,10 @@ extension SQLAccountStore {
         try await db.raw(
             """
             INSERT INTO revocations (id, client_id, sealed_token, token_type_hint, attempts, next_attempt_at, lease_until,
-                last_error, created_at)
+                last_error, created_at, account_id)
             VALUES (\(bind: job.id), \(bind: job.clientID), \(bind: job.sealedToken), \(bind: job.hint.rawValue),
                 \(bind: job.attempts), \(bind: job.nextAttemptAt.milliseconds), \(bind: job.leaseUntil?.milliseconds),
-                NULL, \(bind: job.createdAt.milliseconds))
+                NULL, \(bind: job.createdAt.milliseconds), \(bind: job.accountID))
             """
         ).run()
     }

@@ -6,19 +6,21 @@ extension SQLAccountStore: NotificationInbox {
     /// The columns an ``InboxEntry`` is read from.
     static let inboxColumns = "jti, received_at, event_type, subject_digest, sealed_event, attempts"
 
-    /// Stores a notification unless its `jti` is known.
+    /// Stores a notification unless its `jti` is known; a known one is counted as a duplicate. One statement either
+    /// way: the row's `duplicates` tells which happened.
     public func insertNotification(_ entry: InboxEntry, nextAttemptAt: Date) async throws -> Bool {
         try await database.withDatabase { db in
-            let inserted = try await db.raw(
+            let row = try await db.raw(
                 """
-                INSERT INTO notification_inbox (jti, received_at, event_type, subject_digest, sealed_event, attempts, next_attempt_at)
+                INSERT INTO notification_inbox (jti, received_at, event_type, subject_digest, sealed_event, attempts, next_attempt_at,
+                    client_id)
                 VALUES (\(bind: entry.jti), \(bind: entry.receivedAt.milliseconds), \(bind: entry.eventType), \(bind: entry.subjectDigest),
-                    \(bind: entry.sealedEvent), 0, \(bind: nextAttemptAt.milliseconds))
-                ON CONFLICT (jti) DO NOTHING
-                RETURNING jti
+                    \(bind: entry.sealedEvent), 0, \(bind: nextAttemptAt.milliseconds), \(bind: entry.clientID))
+                ON CONFLICT (jti) DO UPDATE SET duplicates = notification_inbox.duplicates + 1
+                RETURNING duplicates
                 """
-            ).all()
-            return !inserted.isEmpty
+            ).first()
+            return try row?.decode(column: "duplicates", as: Int.self) == 0
         }
     }
 
@@ -29,15 +31,15 @@ extension SQLAccountStore: NotificationInbox {
 
     /// Records a batch: finished notifications not yet marked processed are marked with their outcome (given-up ones
     /// with `failed`) and lose their sealed event; the others are released with one more attempt.
-    public func completeNotifications(_ results: [JobResult<InboxEntry, String>], at now: Date) async throws {
-        var finished: [String: [String]] = [:]
+    public func completeNotifications(_ results: [JobResult<InboxEntry, InboxOutcome>], at now: Date) async throws {
+        var finished: [String: [(jti: String, accountID: String?)]] = [:]
         var retries: [(jti: String, attempts: Int, next: Int64)] = []
         for result in results {
             switch result.outcome {
             case .done(let outcome):
-                finished[outcome, default: []].append(result.job.jti)
+                finished[outcome.name, default: []].append((result.job.jti, outcome.accountID))
             case .failed:
-                finished["failed", default: []].append(result.job.jti)
+                finished["failed", default: []].append((result.job.jti, nil))
             case .retry(let next, _):
                 retries.append((result.job.jti, result.job.attempts + 1, next.milliseconds))
             }
@@ -46,12 +48,14 @@ extension SQLAccountStore: NotificationInbox {
         let digests = Array(Set(results.map(\.job.subjectDigest)))
         let deletedSubjectEvents = try await database.transaction { [finished, retries] db in
             var closed = false
-            for (outcome, jtis) in finished.sorted(by: { $0.key < $1.key }) {
+            for (outcome, entries) in finished.sorted(by: { $0.key < $1.key }) {
+                let known = entries.filter { $0.accountID != nil }
+                let accounts: SQLQueryString = known.isEmpty ? "account_id" : Self.accountIDs(known)
                 let rows = try await db.raw(
                     """
                     UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: outcome),
-                        next_attempt_at = NULL, lease_until = NULL
-                    WHERE jti IN (\(binds: jtis)) AND processed_at IS NULL
+                        account_id = \(accounts), next_attempt_at = NULL, lease_until = NULL
+                    WHERE jti IN (\(binds: entries.map(\.jti))) AND processed_at IS NULL
                     RETURNING jti
                     """
                 ).all()
@@ -78,11 +82,18 @@ extension SQLAccountStore: NotificationInbox {
         }
     }
 
-    static func completeNotification(jti: String, outcome: String, at: Int64, in db: any SQLDatabase) async throws {
+    /// `CASE jti WHEN … THEN account_id … END`: each notification's account in one statement.
+    static func accountIDs(_ pairs: [(jti: String, accountID: String?)]) -> SQLQueryString {
+        var expression: SQLQueryString = "CASE jti"
+        for pair in pairs { expression = expression + " WHEN \(bind: pair.jti) THEN \(bind: pair.accountID)" }
+        return expression + " ELSE account_id END"
+    }
+
+    static func completeNotification(jti: String, outcome: String, accountID: String, at: Int64, in db: any SQLDatabase) async throws {
         try await db.raw(
             """
             UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: outcome),
-                next_attempt_at = NULL, lease_until = NULL
+                account_id = \(bind: accountID), next_attempt_at = NULL, lease_until = NULL
             WHERE jti = \(bind: jti)
             """
         ).run()

@@ -14,6 +14,8 @@ extension SQLAccountStore: RetentionStore {
         case .expiredSessions: ("sessions", "token_hash", "expires_at <=")
         case .history: ("account_events", "id", "occurred_at <=")
         case .sessionExpiries: ("sessions", "token_hash", "ended_at IS NULL AND expires_at <=")
+        case .consoleLogins: ("operator_logins", "token_hash", "expires_at <=")
+        case .manualRevocations: ("manual_revocations", "account_id", "deleted_at <=")
         }
     }
 

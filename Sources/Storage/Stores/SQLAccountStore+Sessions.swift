@@ -36,20 +36,25 @@ extension SQLAccountStore {
 
     /// Ends every live session of the account but one: read first, so that a change that would end nothing commits
     /// nothing and announces nothing to the replicas, and the replicas are told exactly which sessions end.
-    public func endOtherSessions(accountID: String, keepingTokenHash: String, reason: SessionEndReason, at: Date) async throws -> Int {
+    public func endOtherSessions(
+        accountID: String,
+        keepingTokenHash: String?,
+        reason: SessionEndReason,
+        cause: SignOutCause,
+        at: Date
+    ) async throws -> Int {
         let others = try await database.read(
             """
             SELECT token_hash FROM sessions
-            WHERE account_id = \(bind: accountID) AND token_hash <> \(bind: keepingTokenHash) AND ended_at IS NULL
-                AND expires_at > \(bind: at.milliseconds)
+            WHERE account_id = \(bind: accountID) AND ended_at IS NULL AND expires_at > \(bind: at.milliseconds)
             """
-        ).map { try $0.string("token_hash") }
+        ).map { try $0.string("token_hash") }.filter { $0 != keepingTokenHash }
         guard !others.isEmpty else { return 0 }
         // The replicas are told these sessions, or, past a few dozen (an announcement must stay short), the account's.
         let target: SessionEndTarget = others.count <= 32 ? .sessions(others) : .accounts([accountID])
         return try await keeper.ending(target) { change in
             let ended = try await change.endSessions(tokenHashes: others, reason: reason.rawValue, at: at.milliseconds)
-            try await Self.insertSignOuts(sessionIDs: ended, cause: .otherDevice, at: at, on: change.db)
+            try await Self.insertSignOuts(sessionIDs: ended, cause: cause, at: at, on: change.db)
             return ended.count
         }
     }

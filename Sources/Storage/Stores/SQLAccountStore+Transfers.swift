@@ -52,7 +52,8 @@ extension SQLAccountStore: TransferStore {
                     \(bind: account.sealedEmail), \(bind: account.isPrivateEmail ? 1 : 0),
                     \(bind: account.emailForwarding.rawValue), \(bind: account.sealedName), \(bind: account.clientID),
                     NULL, NULL, NULL, \(bind: account.appleCredential.rawValue), NULL, NULL,
-                    \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds), NULL, NULL, 1)
+                    \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds), NULL, NULL, 1,
+                    \(bind: account.emailHash))
                 """
             ).run()
             try await db.raw(
@@ -91,8 +92,8 @@ extension SQLAccountStore: TransferStore {
             let updated = try await db.raw(
                 """
                 UPDATE accounts SET subject_hash = \(bind: account.subjectHash), sealed_subject = \(bind: account.sealedSubject),
-                    sealed_email = \(bind: account.sealedEmail), is_private_email = \(bind: account.isPrivateEmail ? 1 : 0),
-                    updated_at = \(bind: account.updatedAt.milliseconds)
+                    sealed_email = \(bind: account.sealedEmail), email_hash = \(bind: account.emailHash),
+                    is_private_email = \(bind: account.isPrivateEmail ? 1 : 0), updated_at = \(bind: account.updatedAt.milliseconds)
                 WHERE id = \(bind: account.id) AND EXISTS (
                     SELECT 1 FROM transfer_imports t WHERE t.account_id = accounts.id AND t.state IN ('imported', 'failed'))
                 RETURNING id

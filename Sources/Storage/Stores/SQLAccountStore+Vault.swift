@@ -4,7 +4,7 @@ import SQLKit
 extension SQLAccountStore: VaultStore {
     /// Up to `limit` rows of `table` after `key`, in key order, with their sealed values.
     public func sealedRows(in table: VaultTable, after key: String?, limit: Int) async throws -> [SealedRow] {
-        let columns = table.sealedColumns + (table == .accounts ? ["subject_hash"] : [])
+        let columns = table.sealedColumns + (table == .accounts ? ["subject_hash", "email_hash"] : [])
         let keyColumn = SQLIdentifier(table.keyColumn)
         let select = """
             SELECT \(table.keyColumn), \(columns.joined(separator: ", ")) FROM \(table.rawValue)
@@ -23,12 +23,24 @@ extension SQLAccountStore: VaultStore {
                 values[column] = try row.decode(column: column, as: String.self)
             }
             let subjectHash = table == .accounts ? try row.decode(column: "subject_hash", as: String.self) : nil
-            return SealedRow(key: try row.decode(column: table.keyColumn, as: String.self), values: values, subjectHash: subjectHash)
+            let emailHash = table == .accounts ? try row.decode(column: "email_hash", as: String?.self) : nil
+            return SealedRow(
+                key: try row.decode(column: table.keyColumn, as: String.self),
+                values: values,
+                subjectHash: subjectHash,
+                emailHash: emailHash
+            )
         }
     }
 
     /// Rewrites one row's sealed values (and lookup hash) if it still holds `row`'s, in its own transaction.
-    public func replaceSealed(in table: VaultTable, row: SealedRow, with values: [String: String], subjectHash: String?) async throws -> Bool {
+    public func replaceSealed(
+        in table: VaultTable,
+        row: SealedRow,
+        with values: [String: String],
+        subjectHash: String?,
+        emailHash: String?
+    ) async throws -> Bool {
         let columns = row.values.keys.sorted()
         guard !columns.isEmpty else { return true }
         var sets: [any SQLExpression] = columns.map { column in
@@ -39,6 +51,10 @@ extension SQLAccountStore: VaultStore {
         if table == .accounts, let subjectHash, let old = row.subjectHash {
             sets.append(SQLBinaryExpression(SQLIdentifier("subject_hash"), .equal, SQLBind(subjectHash)))
             conditions.append(SQLBinaryExpression(SQLIdentifier("subject_hash"), .equal, SQLBind(old)))
+        }
+        if table == .accounts {
+            // The email's hash follows the email just resealed (or goes with it).
+            sets.append(SQLBinaryExpression(SQLIdentifier("email_hash"), .equal, SQLBind(emailHash)))
         }
         let keyColumn = table.keyColumn
         let assignments = SQLList(sets)

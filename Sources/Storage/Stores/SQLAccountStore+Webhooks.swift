@@ -42,7 +42,7 @@ extension SQLAccountStore: WebhookOutbox {
                     try await db.raw(
                         """
                         UPDATE webhook_outbox SET status = 'failed', attempts = \(bind: attempts), next_attempt_at = NULL, lease_until = NULL,
-                            last_error = \(bind: error)
+                            last_error = \(bind: error), failed_at = \(bind: now.milliseconds)
                         WHERE id = \(bind: result.job.id)
                         """
                     ).run()

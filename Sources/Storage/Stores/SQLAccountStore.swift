@@ -22,7 +22,7 @@ public struct SQLAccountStore: AccountStore {
     static let accountColumns = """
         id, subject_hash, sealed_subject, sealed_email, is_private_email, email_forwarding, sealed_name, client_id,
         sealed_refresh_token, sealed_access_token, sealed_identity_token, apple_credential, last_validated_at,
-        next_validation_at, created_at, updated_at, granted_at, org_id, email_verified
+        next_validation_at, created_at, updated_at, granted_at, org_id, email_verified, email_hash
         """
 
     /// ``accountColumns`` read from the alias `a`, each under its own name.
@@ -123,7 +123,8 @@ public struct SQLAccountStore: AccountStore {
                         \(bind: account.sealedIdentityToken), \(bind: account.appleCredential.rawValue),
                         \(bind: account.lastValidatedAt?.milliseconds), \(bind: account.nextValidationAt?.milliseconds),
                         \(bind: account.createdAt.milliseconds), \(bind: account.updatedAt.milliseconds),
-                        \(bind: account.grantedAt?.milliseconds), \(bind: account.orgID), \(bind: account.emailVerified ? 1 : 0))
+                        \(bind: account.grantedAt?.milliseconds), \(bind: account.orgID), \(bind: account.emailVerified ? 1 : 0),
+                        \(bind: account.emailHash))
                     ON CONFLICT (subject_hash) DO NOTHING
                     RETURNING id
                     """
@@ -133,8 +134,8 @@ public struct SQLAccountStore: AccountStore {
                 let updated = try await db.raw(
                     """
                     UPDATE accounts SET subject_hash = \(bind: account.subjectHash), sealed_subject = \(bind: account.sealedSubject),
-                        sealed_email = \(bind: account.sealedEmail), is_private_email = \(bind: account.isPrivateEmail ? 1 : 0),
-                        email_forwarding = \(bind: account.emailForwarding.rawValue), sealed_name = \(bind: account.sealedName),
+                        sealed_email = \(bind: account.sealedEmail), email_hash = \(bind: account.emailHash),
+                        is_private_email = \(bind: account.isPrivateEmail ? 1 : 0), email_forwarding = \(bind: account.emailForwarding.rawValue), sealed_name = \(bind: account.sealedName),
                         client_id = \(bind: account.clientID), sealed_refresh_token = \(bind: account.sealedRefreshToken),
                         sealed_access_token = \(bind: account.sealedAccessToken),
                         sealed_identity_token = \(bind: account.sealedIdentityToken),
@@ -280,7 +281,8 @@ public struct SQLAccountStore: AccountStore {
             updatedAt: try row.date("updated_at") ?? Date(timeIntervalSince1970: 0),
             grantedAt: try row.date("granted_at"),
             orgID: try row.optionalString("org_id"),
-            emailVerified: try row.decode(column: "email_verified", as: Int.self) != 0
+            emailVerified: try row.decode(column: "email_verified", as: Int.self) != 0,
+            emailHash: try row.optionalString("email_hash")
         )
     }
 }
