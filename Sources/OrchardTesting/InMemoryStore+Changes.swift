@@ -125,6 +125,11 @@ extension InMemoryStore: RevocationOutbox {
         }
     }
 
+    /// How many revocations wait, and the oldest one's deletion.
+    public func revocationBacklog() async throws -> (count: Int, oldestDeletion: Date?) {
+        tables.withLock { tables in (tables.revocations.count, tables.revocations.values.map(\.createdAt).min()) }
+    }
+
     /// Removes accepted revocations and reschedules the others.
     public func completeRevocations(_ results: [JobResult<RevocationJob, Void>], at now: Date) async throws {
         tables.withLock { tables in

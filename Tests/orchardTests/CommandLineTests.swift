@@ -12,6 +12,9 @@ struct CommandLineTests {
             ["accounts", "list"], ["accounts", "show"], ["accounts", "history"], ["vault"], ["vault", "status"], ["vault", "rotate"], ["config"],
             ["config", "check"],
             ["transfer"], ["transfer", "export"], ["transfer", "import"], ["transfer", "status"], ["keys"], ["keys", "list"], ["keys", "rotate"],
+            ["accounts", "delete"], ["accounts", "import"], ["accounts", "revocations"], ["accounts", "webhooks"], ["operators"],
+            ["operators", "add"], ["operators", "list"], ["operators", "remove"], ["notifications"], ["notifications", "list"],
+            ["notifications", "doctor"],
         ]
     )
     func help(_ command: [String]) async throws {

@@ -42,7 +42,15 @@ public struct RevocationHandler: JobHandler {
 
     /// Claims due, unheld revocations.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [RevocationJob] {
-        try await store.claimRevocations(now: now, leaseUntil: leaseUntil, limit: limit)
+        let claimed = try await store.claimRevocations(now: now, leaseUntil: leaseUntil, limit: limit)
+        // The backlog operators are alerted on (deploy/monitoring): how many, and how long the oldest has waited.
+        if let backlog = try? await store.revocationBacklog() {
+            Gauge(label: "orchard_revocations_pending", factory: metrics).record(backlog.count)
+            Gauge(label: "orchard_revocation_oldest_pending_seconds", factory: metrics).record(
+                backlog.oldestDeletion.map { max(0, now.timeIntervalSince($0)) } ?? 0
+            )
+        }
+        return claimed
     }
 
     /// Opens the queued token and asks Apple to revoke it.

@@ -70,7 +70,12 @@ public struct WebhookHandler: JobHandler {
 
     /// Claims due, pending deliveries.
     public func claim(now: Date, leaseUntil: Date, limit: Int, logger: Logger) async throws -> [WebhookDelivery] {
-        try await store.claimWebhooks(now: now, leaseUntil: leaseUntil, limit: limit)
+        let claimed = try await store.claimWebhooks(now: now, leaseUntil: leaseUntil, limit: limit)
+        // Given-up deliveries waiting for an operator's retry (alerted on in deploy/monitoring).
+        if let failed = try? await store.failedWebhookCount() {
+            Gauge(label: "orchard_webhooks_failed", factory: metrics).record(failed)
+        }
+        return claimed
     }
 
     /// Sends one attempt, signed now.

@@ -12,6 +12,12 @@ extension SQLAccountStore: RevocationOutbox {
         try await claim(.revocations, now: now, leaseUntil: leaseUntil, limit: limit, returning: Self.revocationColumns, as: Self.revocation(from:))
     }
 
+    /// How many revocations wait for Apple, and the oldest one's deletion (the table is the backlog: accepted ones go).
+    public func revocationBacklog() async throws -> (count: Int, oldestDeletion: Date?) {
+        let row = try await database.read("SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM revocations").first
+        return (try row?.decode(column: "n", as: Int.self) ?? 0, try row?.date("oldest"))
+    }
+
     /// Records a batch: accepted revocations are removed (and the deletion made final in the files), the others
     /// released with one more attempt. A `failed` one (never given up: Apple must accept in the end) keeps its lease and
     /// its error, and is tried again once the lease runs out.

@@ -51,6 +51,11 @@ extension SQLAccountStore: WebhookOutbox {
         }
     }
 
+    /// Given-up deliveries, through the `(status, next_attempt_at)` index.
+    public func failedWebhookCount() async throws -> Int {
+        try await database.read("SELECT COUNT(*) AS n FROM webhook_outbox WHERE status = 'failed'").first?.decode(column: "n", as: Int.self) ?? 0
+    }
+
     /// Deliveries in a state.
     public func webhooks(status: String, limit: Int) async throws -> [WebhookDeliveryStatus] {
         try await database.read(
