@@ -19,9 +19,15 @@ struct ConfigCommand: AsyncParsableCommand {
                 One line per setting: NAME=VALUE (environment|file|default). Vault keys, the Apple private key, the \
                 webhook secret and a database password are shown as <redacted>. Checks the key file, the vault keys, \
                 the URLs and the TLS files as serve does; exit 0 when serve would start with them, else 2 with one \
-                line naming the setting at fault.
+                line naming the setting at fault. With --apple it then asks Apple, for each configured client id, \
+                whether it accepts the team, the key and the client id (a client secret with a code that cannot exist: \
+                Apple's invalid_grant means accepted, invalid_client names the client id refused with the likely \
+                causes), and fetches Apple's keys: one line each, exit 1 unless every client id is accepted.
                 """
         )
+
+        @Flag(help: "Also ask Apple whether it accepts the team, the key and each client id (exit 1 if not).")
+        var apple = false
 
         func run() async throws {
             let configuration = try await CommandSupport.loadConfiguration(needs: .all)
@@ -43,6 +49,10 @@ struct ConfigCommand: AsyncParsableCommand {
             }
             if let path = environment["ORCHARD_CONFIG_FILE"], !path.isEmpty { print("ORCHARD_CONFIG_FILE=\(path) (environment)") }
             FileHandle.standardError.write(Data("orchard: the configuration is usable\n".utf8))
+            if apple, await !AppleAcceptanceCheck.run(configuration) {
+                FileHandle.standardError.write(Data("orchard: Apple does not accept every client id (see the apple: lines)\n".utf8))
+                throw ExitCode(1)
+            }
         }
     }
 }

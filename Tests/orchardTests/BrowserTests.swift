@@ -4,7 +4,7 @@ import OrchardTesting
 import Storage
 import Testing
 
-@Suite("The account page in a real browser (headless Chromium, Selenium)")
+@Suite("The account page and the operator console in a real browser (headless Chromium, Selenium)")
 struct BrowserTests {
     /// The repository's root, from this file's place in it.
     static var root: URL {
@@ -20,6 +20,19 @@ struct BrowserTests {
             "Tests/browser/account_page_test.py",
             output: "test-output/browser",
             name: "the browser tests",
+            missing: "no Chromium, chromedriver or selenium"
+        )
+    }
+
+    @Test(
+        "the operator console: log in, find a user by email, end sessions, delete, retry a webhook, read delivery",
+        .timeLimit(.minutes(5))
+    )
+    func operatorConsoleInChromium() async throws {
+        try await Self.runPythonSuite(
+            "Tests/browser/console_test.py",
+            output: "test-output/console",
+            name: "the console browser tests",
             missing: "no Chromium, chromedriver or selenium"
         )
     }

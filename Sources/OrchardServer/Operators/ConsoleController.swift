@@ -461,8 +461,9 @@ struct ConsoleController {
         )
     }
 
-    /// No caching, framing, sniffing or referrer; no script at all, the one inline style by nonce, forms to this
-    /// listener only.
+    /// No caching, framing, sniffing, or referrer to another site (`same-origin`, not `no-referrer`, under which a
+    /// browser sends `Origin: null` on the console's own form posts and ``OperatorMiddleware`` refuses them as
+    /// cross-site); no script at all, the one inline style by nonce, forms to this listener only.
     static func securityHeaders(nonce: String) -> HTTPFields {
         let policy = [
             "default-src 'none'", "script-src 'none'", "style-src 'nonce-\(nonce)'", "img-src 'self'", "form-action 'self'", "base-uri 'none'",
@@ -473,7 +474,7 @@ struct ConsoleController {
             .cacheControl: "no-store",
             .contentSecurityPolicy: policy.joined(separator: "; "),
             HTTPField.Name("X-Content-Type-Options")!: "nosniff",
-            HTTPField.Name("Referrer-Policy")!: "no-referrer",
+            HTTPField.Name("Referrer-Policy")!: "same-origin",
             HTTPField.Name("X-Frame-Options")!: "DENY",
         ]
     }

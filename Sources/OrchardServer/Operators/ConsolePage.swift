@@ -32,7 +32,7 @@ struct ConsolePage {
             <head>
             <meta charset="utf-8">
             <meta name="viewport" content="width=device-width, initial-scale=1">
-            <meta name="referrer" content="no-referrer">
+            <meta name="referrer" content="same-origin">
             <title>\(Self.escape(title)) · Orchard operators</title>
             <style nonce="\(nonce)">\(Self.stylesheet)</style>
             </head>
