@@ -4,7 +4,8 @@ import OrchardTesting
 import Storage
 import Testing
 
-@Suite("The account page and the operator console in a real browser (headless Chromium, Selenium)")
+/// One browser suite at a time: each starts Chromium and its own emulator and server.
+@Suite("The account page and the operator console in a real browser (headless Chromium, Selenium)", .serialized)
 struct BrowserTests {
     /// The repository's root, from this file's place in it.
     static var root: URL {

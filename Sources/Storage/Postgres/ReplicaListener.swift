@@ -1,4 +1,4 @@
-public import ServiceLifecycle
+import ServiceLifecycle
 
 /// The replicas' listener (``ReplicaChannel``) as a service of the server's service group: it listens while the
 /// server serves, stops after it (the group stops services in reverse order), and withdraws this replica's
@@ -11,7 +11,7 @@ struct ReplicaListener: Service, CustomStringConvertible {
     var description: String { "ReplicaListener" }
 
     func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await channel.listen(selfTestOver: database)
         }
     }
