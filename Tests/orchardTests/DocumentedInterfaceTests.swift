@@ -111,7 +111,9 @@ struct DocumentedInterfaceTests {
                 var missing: [String] = []
                 for entry in orchards.sorted() {
                     let parts = entry.split(separator: " ")
-                    let path = parts[1].split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? "x" : String($0) }.joined(separator: "/")
+                    let path = parts[1].split(separator: "/", omittingEmptySubsequences: false).map { $0.hasPrefix("{") ? "x" : String($0) }.joined(
+                        separator: "/"
+                    )
                     let base = path.hasPrefix("/admin") ? "http://127.0.0.1:\(adminPort)" : h.baseURL
                     let response = try await h.request(HTTPMethod(rawValue: String(parts[0])), base + path)
                     let unserved = response.status == 405 || (response.status == 404 && response["detail"] == "no such endpoint")
