@@ -150,7 +150,8 @@ public struct Lifecycle: Sendable {
             vault: vault,
             clock: clock,
             random: random,
-            timing: ValidationTiming(interval: configuration.refreshValidationInterval, random: random)
+            timing: ValidationTiming(interval: configuration.refreshValidationInterval, random: random),
+            audit: audit
         )
     }
 

@@ -198,10 +198,15 @@ extension InMemoryStore: WebFlowStateStore {
 
 extension InMemoryStore: AccountImportStore {
     /// The ids and subject hashes some account has.
-    public func takenAccountKeys(ids: [String], subjectHashes: [String]) async throws -> (ids: Set<String>, subjectHashes: Set<String>) {
+    public func takenAccountKeys(
+        ids: [String],
+        subjectHashes: [String],
+        subjectDigests: [String]
+    ) async throws -> (ids: Set<String>, subjectHashes: Set<String>, deletedDigests: Set<String>) {
         tables.withLock { tables in
             let accounts = tables.accounts.values.filter { ids.contains($0.id) || subjectHashes.contains($0.subjectHash) }
-            return (Set(accounts.map(\.id)), Set(accounts.map(\.subjectHash)))
+            let deleted = Set(tables.audit.map(\.subjectDigest)).intersection(subjectDigests)
+            return (Set(accounts.map(\.id)), Set(accounts.map(\.subjectHash)), deleted)
         }
     }
 
@@ -209,7 +214,8 @@ extension InMemoryStore: AccountImportStore {
     public func insertImported(_ accounts: [ImportedAccount]) async throws -> Set<String> {
         tables.withLock { tables in
             var created: Set<String> = []
-            for account in accounts where tables.accounts[account.record.id] == nil {
+            let deleted = Set(tables.audit.map(\.subjectDigest))
+            for account in accounts where tables.accounts[account.record.id] == nil && !deleted.contains(account.subjectDigest) {
                 guard !tables.accounts.values.contains(where: { $0.subjectHash == account.record.subjectHash }) else { continue }
                 tables.accounts[account.record.id] = account.record
                 tables.add([account.event])

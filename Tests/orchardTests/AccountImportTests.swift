@@ -308,6 +308,64 @@ struct AccountImportTests {
         #expect(await serve.terminate() == 0)
     }
 
+    @Test("a user deleted here since the first run is not brought back by a re-run of the same file, nor by --dry-run's count")
+    func deletedStayDeleted() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let users = Self.users(setup, ids: ["kept-1", "gone-1"])
+        let file = try setup.file("users.jsonl", Self.orchardLines(users))
+        #expect(try await setup.run(["accounts", "import", file]).status == 0)
+        let deleted = try await setup.run(["accounts", "delete", "gone-1"])
+        #expect(deleted.status == 0, "\(deleted.standardError)")
+
+        let dry = Setup.counts(try await setup.run(["accounts", "import", file, "--dry-run"]).standardOutput)
+        #expect(dry["imported"] == 0 && dry["skipped"] == 2, "\(dry)")
+        let again = try await setup.run(["accounts", "import", file])
+        #expect(again.status == 0, "\(again.standardError)")
+        let counts = Setup.counts(again.standardOutput)
+        #expect(counts["imported"] == 0 && counts["skipped"] == 2, "\(counts)")
+        #expect(try await setup.run(["accounts", "show", "gone-1"]).status == 3, "the deleted user came back")
+        // Under another account id too: the subject is what was deleted.
+        let renamed = try setup.file(
+            "renamed.jsonl",
+            #"{"apple_sub": "\#(users[1].user.sub)", "account_id": "gone-again", "email": "\#(users[1].email)"}"# + "\n"
+        )
+        #expect(Setup.counts(try await setup.run(["accounts", "import", renamed]).standardOutput)["skipped"] == 1)
+        #expect(try await setup.run(["accounts", "show", "gone-again"]).status == 3)
+    }
+
+    @Test("a creation date in the future or out of range is an invalid record, never a crash")
+    func datesOutOfRange() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let lines = [
+            #"{"apple_sub": "001234.aa.0456", "account_id": "future", "created_at": "2999-01-01T00:00:00Z"}"#,
+            #"{"apple_sub": "001234.ab.0456", "account_id": "fine", "created_at": "2021-01-01T00:00:00Z"}"#,
+        ]
+        let file = try setup.file("dates.jsonl", lines.joined(separator: "\n") + "\n")
+        let imported = try await setup.run(["accounts", "import", file, "--json"])
+        #expect(imported.status == 1, "\(imported.standardError)")
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(imported.standardOutput.utf8)) as? [String: Any])
+        #expect(counts["imported"] as? Int == 1 && counts["invalid"] as? Int == 1, "\(counts)")
+        // Firebase's auth:export writes createdAt as milliseconds in a string: one that is not a finite time in range.
+        let firebase = try setup.file(
+            "firebase.json",
+            """
+            {"users": [
+              {"localId": "nan-user", "createdAt": "nan", "providerUserInfo": [{"providerId": "apple.com", "rawId": "001234.ac.0456"}]},
+              {"localId": "huge-user", "createdAt": "1e300", "providerUserInfo": [{"providerId": "apple.com", "rawId": "001234.ad.0456"}]},
+              {"localId": "max-user", "createdAt": 9223372036854775807, "providerUserInfo": [{"providerId": "apple.com", "rawId": "001234.ae.0456"}]},
+              {"localId": "ok-user", "createdAt": "1600000000000", "providerUserInfo": [{"providerId": "apple.com", "rawId": "001234.af.0456"}]}
+            ]}
+            """
+        )
+        let fromFirebase = try await setup.run(["accounts", "import", firebase, "--from", "firebase", "--json"])
+        #expect(fromFirebase.status == 1, "\(fromFirebase.standardError)")
+        let firebaseCounts = try #require(try JSONSerialization.jsonObject(with: Data(fromFirebase.standardOutput.utf8)) as? [String: Any])
+        #expect(firebaseCounts["imported"] as? Int == 1 && firebaseCounts["invalid"] as? Int == 3, "\(firebaseCounts)")
+        #expect(try await setup.run(["accounts", "show", "ok-user"]).status == 0)
+    }
+
     @Test("a re-run skips, a duplicate is counted, bad records are reported by number and rule only, and nothing is in plaintext")
     func nothingTwiceNothingLeaked() async throws {
         let setup = try await Setup.start()

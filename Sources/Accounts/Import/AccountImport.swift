@@ -64,9 +64,19 @@ public struct AccountImport: Sendable {
     let clock: any WallClock
     let random: any RandomSource
     let timing: ValidationTiming
+    /// The digests a deletion leaves, to know a subject deleted here.
+    let audit: AuditDigests
 
     /// Creates the import over its store.
-    public init(store: any AccountImportStore, vault: TokenVault, clock: any WallClock, random: any RandomSource, timing: ValidationTiming) {
+    public init(
+        store: any AccountImportStore,
+        vault: TokenVault,
+        clock: any WallClock,
+        random: any RandomSource,
+        timing: ValidationTiming,
+        audit: AuditDigests
+    ) {
+        self.audit = audit
         self.store = store
         self.vault = vault
         self.clock = clock
@@ -110,6 +120,7 @@ public struct AccountImport: Sendable {
                     let account = try self.account(
                         user,
                         subject: subject,
+                        digest: try await audit.digest(Redacted(subject)),
                         source: source,
                         clientIDs: clientIDs,
                         defaultClientID: defaultClientID,
@@ -132,10 +143,13 @@ public struct AccountImport: Sendable {
         if dryRun {
             let taken = try await store.takenAccountKeys(
                 ids: fresh.map(\.account.record.id),
-                subjectHashes: fresh.map(\.account.record.subjectHash)
+                subjectHashes: fresh.map(\.account.record.subjectHash),
+                subjectDigests: fresh.map(\.account.subjectDigest)
             )
             for (position, account) in fresh {
-                let isTaken = taken.ids.contains(account.record.id) || taken.subjectHashes.contains(account.record.subjectHash)
+                let isTaken =
+                    taken.ids.contains(account.record.id) || taken.subjectHashes.contains(account.record.subjectHash)
+                    || taken.deletedDigests.contains(account.subjectDigest)
                 outcome.add(isTaken ? .skipped : .imported, position: position)
             }
             return
@@ -148,6 +162,7 @@ public struct AccountImport: Sendable {
     private func account(
         _ user: ImportedUser,
         subject: String,
+        digest: String,
         source: ImportSource,
         clientIDs: Set<String>,
         defaultClientID: String,
@@ -174,6 +189,13 @@ public struct AccountImport: Sendable {
         let id = user.accountID ?? random.id("acct_")
         let sealing = AccountSealing(vault: vault)
         var record = try sealing.newAccount(id: id, subject: Redacted(subject), clientID: clientID, at: now)
+        if let createdAt = user.createdAt {
+            // A date from the future would make Apple's notifications about the account look older than it (and be
+            // ignored); one that is not a number would not fit the database.
+            guard createdAt.timeIntervalSince1970.isFinite, (0...now.timeIntervalSince1970 + 300).contains(createdAt.timeIntervalSince1970) else {
+                throw ImportRecordProblem(reason: "created_at is in the future or not a time since 1970")
+            }
+        }
         record.createdAt = user.createdAt ?? now
         if let email {
             try record.setEmail(email, vault: vault)
@@ -190,7 +212,8 @@ public struct AccountImport: Sendable {
         }
         return ImportedAccount(
             record: record,
-            event: HistoryEvent(id: random.id("evt_"), accountID: id, kind: .imported, occurredAt: now, reason: source.rawValue)
+            event: HistoryEvent(id: random.id("evt_"), accountID: id, kind: .imported, occurredAt: now, reason: source.rawValue),
+            subjectDigest: digest
         )
     }
 

@@ -4,14 +4,23 @@ public struct ImportedAccount: Sendable {
     public var record: AccountRecord
     /// Its `imported` event.
     public var event: HistoryEvent
+    /// The salted digest of its subject that a deletion leaves in the audit log: an account deleted here is never
+    /// brought back by an import.
+    public var subjectDigest: String
 }
 
 /// Where an import writes; implemented by the Storage module over SQL.
 public protocol AccountImportStore: Sendable {
-    /// Of these account ids and subject hashes, the ones some account already has.
-    func takenAccountKeys(ids: [String], subjectHashes: [String]) async throws -> (ids: Set<String>, subjectHashes: Set<String>)
+    /// Of these account ids and subject hashes, the ones some account already has; of these subject digests, the ones
+    /// of accounts deleted here.
+    func takenAccountKeys(
+        ids: [String],
+        subjectHashes: [String],
+        subjectDigests: [String]
+    ) async throws -> (ids: Set<String>, subjectHashes: Set<String>, deletedDigests: Set<String>)
     /// Creates each account with its event, in one transaction, except those whose id or subject hash some account
-    /// already has; returns the ids it created. A crash leaves the batch either whole or absent.
+    /// already has, and those of a subject deleted here (its digest in the audit log); returns the ids it created. A
+    /// crash leaves the batch either whole or absent.
     func insertImported(_ accounts: [ImportedAccount]) async throws -> Set<String>
 }
 

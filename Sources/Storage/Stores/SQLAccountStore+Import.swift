@@ -3,21 +3,36 @@ import Foundation
 import SQLKit
 
 extension SQLAccountStore: AccountImportStore {
-    /// Of these ids and subject hashes, the ones some account has: one read.
-    public func takenAccountKeys(ids: [String], subjectHashes: [String]) async throws -> (ids: Set<String>, subjectHashes: Set<String>) {
-        guard !ids.isEmpty || !subjectHashes.isEmpty else { return ([], []) }
+    /// Of these ids and subject hashes, the ones some account has, and of these digests the ones of deleted accounts.
+    public func takenAccountKeys(
+        ids: [String],
+        subjectHashes: [String],
+        subjectDigests: [String]
+    ) async throws -> (ids: Set<String>, subjectHashes: Set<String>, deletedDigests: Set<String>) {
+        guard !ids.isEmpty || !subjectHashes.isEmpty else { return ([], [], []) }
         let rows = try await database.read(
             """
             SELECT id, subject_hash FROM accounts
             WHERE id IN (\(binds: ids.isEmpty ? [""] : ids)) OR subject_hash IN (\(binds: subjectHashes.isEmpty ? [""] : subjectHashes))
             """
         )
-        var taken: (ids: Set<String>, subjectHashes: Set<String>) = ([], [])
+        var taken: (ids: Set<String>, subjectHashes: Set<String>, deletedDigests: Set<String>) = ([], [], [])
         for row in rows {
             taken.ids.insert(try row.string("id"))
             taken.subjectHashes.insert(try row.string("subject_hash"))
         }
+        taken.deletedDigests = try await database.transaction { db in try await Self.deletedDigests(subjectDigests, on: db) }
         return taken
+    }
+
+    /// Of these subject digests, the ones an account deletion left in the audit log.
+    static func deletedDigests(_ digests: [String], on db: any SQLDatabase) async throws -> Set<String> {
+        guard !digests.isEmpty else { return [] }
+        return Set(
+            try await db.raw(
+                "SELECT subject_digest FROM audit_events WHERE event = 'account.deleted' AND subject_digest IN (\(binds: digests))"
+            ).all().map { try $0.string("subject_digest") }
+        )
     }
 
     /// Creates the accounts whose id and subject hash are free, and their events, in one transaction: one statement
@@ -25,6 +40,10 @@ extension SQLAccountStore: AccountImportStore {
     public func insertImported(_ accounts: [ImportedAccount]) async throws -> Set<String> {
         guard !accounts.isEmpty else { return [] }
         return try await database.transaction { db in
+            // A user deleted here since the export was made stays deleted, however often the file is imported.
+            let deleted = try await Self.deletedDigests(accounts.map(\.subjectDigest), on: db)
+            let accounts = accounts.filter { !deleted.contains($0.subjectDigest) }
+            guard !accounts.isEmpty else { return [] }
             let values = accounts.map(\.record).map { account -> SQLQueryString in
                 """
                 (\(bind: account.id), \(bind: account.subjectHash), \(bind: account.sealedSubject), \(bind: account.sealedEmail),
