@@ -18,6 +18,8 @@ public protocol OperatorStore: Sendable {
     func deleteConsoleLogin(tokenHash: String) async throws
     /// Appends an audit entry.
     func appendAudit(_ entry: AuditEntry) async throws
+    /// Completes an entry written before its request was acted on: its status and the account it concerned.
+    func completeAudit(id: String, status: Int, accountID: String?) async throws
     /// Audit entries older than the entry `before` (newest first); `nil` when `before` is no entry's id.
     func audit(before: String?, limit: Int) async throws -> [AuditEntry]?
 }

@@ -85,8 +85,11 @@ public struct Operators: Sendable {
         try await storing { try await store.deleteConsoleLogin(tokenHash: Self.hash(login)) }
     }
 
-    /// Records an operator request before it is answered.
-    public func record(operatorName: String, method: String, route: String, accountID: String?, status: Int) async throws(AccountsError) {
+    /// Records an operator request before it is answered; returns the entry's id. A request that changes something is
+    /// recorded before it is acted on, with status 0 ("not answered yet"), and completed by ``complete(entry:status:accountID:)``:
+    /// if the record cannot be written, nothing is done.
+    @discardableResult
+    public func record(operatorName: String, method: String, route: String, accountID: String?, status: Int) async throws(AccountsError) -> String {
         let entry = AuditEntry(
             id: Self.auditID(random: random),
             at: clock.now(),
@@ -97,6 +100,12 @@ public struct Operators: Sendable {
             status: status
         )
         try await storing { try await store.appendAudit(entry) }
+        return entry.id
+    }
+
+    /// Completes an entry ``record(operatorName:method:route:accountID:status:)`` wrote before the request was acted on.
+    public func complete(entry id: String, status: Int, accountID: String?) async throws(AccountsError) {
+        try await storing { try await store.completeAudit(id: id, status: status, accountID: accountID) }
     }
 
     /// A page of the audit log, newest first.

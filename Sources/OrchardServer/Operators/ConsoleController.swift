@@ -16,6 +16,8 @@ struct ConsoleController {
     let teams: [AppleTeam]
     let clock: any WallClock
     let random: any RandomSource
+    /// `http` or `https`: the listener's scheme, for the login's `Origin` check.
+    let scheme: String
 
     /// Adds the routes: the sign-in form and the front page to `front` (it lets an anonymous request through), the
     /// login to `login` (rate-limited), the rest to `pages` (a console login required).
@@ -90,6 +92,11 @@ struct ConsoleController {
     /// `POST /admin/login`: a form (`token=…`, answered with a redirect to the console) or JSON (`{"token"}`,
     /// answered `200 {"operator", "expires_at"}`); both set the cookie. A wrong token is `401 operator_unauthorized`.
     @Sendable func logIn(_ request: Request, context: Context) async throws -> Response {
+        // A page of another site must not sign the browser in as the attacker's operator (login CSRF). A script's
+        // login (no browser, no `Origin`) is welcome.
+        if request.headers[HTTPField.Name("Origin")!] != nil, !OperatorMiddleware.isSameOrigin(request, scheme: scheme) {
+            throw OrchardProblem.csrfRejected
+        }
         let isJSON = request.headers[.contentType]?.lowercased().hasPrefix("application/json") == true
         let token: String?
         if isJSON {

@@ -47,7 +47,8 @@ func operatorApplication(
         operators: operators,
         teams: teams,
         clock: dependencies.clock,
-        random: dependencies.random
+        random: dependencies.random,
+        scheme: scheme
     ).addRoutes(front: front, login: login, pages: pages, table: table)
     if servesMetrics {
         let registry = dependencies.registry

@@ -11,9 +11,12 @@ import Logging
 ///   (`GET` with ``redirectsToSignIn``), a `303` to the sign-in form. Each request asks the database, so a removed
 ///   operator is refused by every replica at once.
 /// - A cookie-authenticated unsafe request whose `Origin` is not the listener's own (its scheme and the request's
-///   `Host`) is `403 csrf_rejected`.
-/// - The audit entry (operator, method, route template, the account when the route names one, status) is written
-///   before the answer leaves; if it cannot be written, the answer is the storage failure instead.
+///   `Host`), or that carries none, is `403 csrf_rejected` (browsers send `Origin` with every such request).
+/// - The audit entry (operator, method, route template, the account when the route names one that exists, status) is
+///   written before the answer leaves; for a request that changes something, before it is acted on (status 0 until
+///   it is answered), so that no operator action happens unrecorded: if the entry cannot be written, nothing is done
+///   and the answer is the storage failure.
+/// - Every answer is `Cache-Control: no-store`: it shows users' personal data.
 struct OperatorMiddleware: RouterMiddleware {
     typealias Context = OrchardRequestContext
 
@@ -55,15 +58,27 @@ struct OperatorMiddleware: RouterMiddleware {
             try await record(request, context: context, status: OrchardProblem.csrfRejected.status.code)
             throw OrchardProblem.csrfRejected
         }
-        let response: Response
+        // A change is on record before it is made; a read, before it is answered.
+        let entry = Self.isUnsafe(request.method) ? try await record(request, context: context, status: 0) : nil
+        var response: Response
         do {
             response = try await next(request, context)
         } catch {
-            try await record(request, context: context, status: Self.status(of: error))
+            try await complete(entry, request, context: context, status: Self.status(of: error))
             throw error
         }
-        try await record(request, context: context, status: response.status.code)
+        try await complete(entry, request, context: context, status: response.status.code)
+        response.headers[.cacheControl] = "no-store"
         return response
+    }
+
+    /// Completes the entry written before the request was acted on, or writes the read's.
+    private func complete(_ entry: String?, _ request: Request, context: Context, status: Int) async throws {
+        guard let entry else {
+            try await record(request, context: context, status: status)
+            return
+        }
+        try await operators.complete(entry: entry, status: status, accountID: Self.accountID(request, context: context, status: status))
     }
 
     /// The bearer token, else the console cookie.
@@ -77,12 +92,26 @@ struct OperatorMiddleware: RouterMiddleware {
         return nil
     }
 
-    private func record(_ request: Request, context: Context, status: Int) async throws {
-        guard let name = context.operatorName else { return }
+    @discardableResult
+    private func record(_ request: Request, context: Context, status: Int) async throws -> String? {
+        guard let name = context.operatorName else { return nil }
         let route = Self.template(context.endpointPath ?? request.uri.path)
-        // Only an account named by the route: never a query (a search's `q` is an email or a subject).
-        let accountID = route.contains("/accounts/{id}") ? context.parameters.get("id") : nil
-        try await operators.record(operatorName: name, method: request.method.rawValue, route: route, accountID: accountID, status: status)
+        return try await operators.record(
+            operatorName: name,
+            method: request.method.rawValue,
+            route: route,
+            accountID: Self.accountID(request, context: context, status: status),
+            status: status
+        )
+    }
+
+    /// The account a request concerned: only one named by the route (never a query: a search's `q` is an email or a
+    /// subject), and only once it was found (status 1xx–3xx): what was typed into a path that found nothing may be an
+    /// email, and stays out of the log.
+    private static func accountID(_ request: Request, context: Context, status: Int) -> String? {
+        let route = template(context.endpointPath ?? request.uri.path)
+        guard route.contains("/accounts/{id}"), (100..<400).contains(status) else { return nil }
+        return context.parameters.get("id")
     }
 
     /// `/admin/v1/accounts/:id` as the contract writes it, `/admin/v1/accounts/{id}`.
@@ -106,10 +135,14 @@ struct OperatorMiddleware: RouterMiddleware {
         method == .post || method == .put || method == .patch || method == .delete
     }
 
-    /// No `Origin` (not a browser's cross-site request), or exactly this listener's: its scheme and the `Host` asked.
+    /// Exactly this listener's `Origin`: its scheme and the `Host` asked. A request without one is refused too.
     private func isSameOrigin(_ request: Request) -> Bool {
-        guard let origin = request.headers[HTTPField.Name("Origin")!] else { return true }
-        guard let host = request.head.authority else { return false }
+        Self.isSameOrigin(request, scheme: scheme)
+    }
+
+    /// Whether `request` carries this listener's own `Origin` (its scheme and the `Host` asked).
+    static func isSameOrigin(_ request: Request, scheme: String) -> Bool {
+        guard let origin = request.headers[HTTPField.Name("Origin")!], let host = request.head.authority else { return false }
         return origin.lowercased() == "\(scheme)://\(host.lowercased())"
     }
 }

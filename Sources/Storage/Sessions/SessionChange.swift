@@ -23,6 +23,13 @@ public struct SessionChange: Sendable {
         try await endSessions(matching: nil, reason: reason, at: milliseconds)
     }
 
+    /// Ends every session of ``target`` that is live at `milliseconds` (not ended, not expired), with `reason`; returns
+    /// the public ids of the sessions it ended.
+    @discardableResult
+    public func endLiveSessions(reason: String, at milliseconds: Int64) async throws -> [String] {
+        try await endSessions(matching: nil, reason: reason, at: milliseconds, liveOnly: true)
+    }
+
     /// Ends the live sessions among `tokenHashes` that ``target`` covers, with `reason`; returns the public ids of the
     /// sessions it ended.
     @discardableResult
@@ -31,17 +38,23 @@ public struct SessionChange: Sendable {
         return try await endSessions(matching: tokenHashes, reason: reason, at: milliseconds)
     }
 
-    private func endSessions(matching tokenHashes: [String]?, reason: String, at milliseconds: Int64) async throws -> [String] {
+    private func endSessions(
+        matching tokenHashes: [String]?,
+        reason: String,
+        at milliseconds: Int64,
+        liveOnly: Bool = false
+    ) async throws -> [String] {
         let within: SQLQueryString
         switch target {
         case .sessions(let hashes): within = "token_hash IN (\(binds: hashes))"
         case .accounts(let ids): within = "account_id IN (\(binds: ids))"
         }
         let among: SQLQueryString = tokenHashes.map { " AND token_hash IN (\(binds: $0))" } ?? ""
+        let live: SQLQueryString = liveOnly ? " AND expires_at > \(bind: milliseconds)" : ""
         return try await db.raw(
             """
             UPDATE sessions SET ended_at = \(bind: milliseconds), end_reason = \(bind: reason)
-            WHERE \(within)\(among) AND ended_at IS NULL
+            WHERE \(within)\(among)\(live) AND ended_at IS NULL
             RETURNING id
             """
         ).all().map { try $0.decode(column: "id", as: String.self) }

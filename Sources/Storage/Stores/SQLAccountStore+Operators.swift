@@ -81,6 +81,15 @@ extension SQLAccountStore: OperatorStore {
         }
     }
 
+    /// Completes an entry written before its request was acted on.
+    public func completeAudit(id: String, status: Int, accountID: String?) async throws {
+        try await database.withDatabase { db in
+            try await db.raw(
+                "UPDATE operator_audit SET status = \(bind: status), account_id = \(bind: accountID) WHERE id = \(bind: id)"
+            ).run()
+        }
+    }
+
     /// Audit entries older than the entry `before`, newest first, through the `(at, id)` index.
     public func audit(before: String?, limit: Int) async throws -> [AuditEntry]? {
         var after: (at: Int64, id: String)?

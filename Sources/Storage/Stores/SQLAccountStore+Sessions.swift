@@ -51,9 +51,14 @@ extension SQLAccountStore {
         ).map { try $0.string("token_hash") }.filter { $0 != keepingTokenHash }
         guard !others.isEmpty else { return 0 }
         // The replicas are told these sessions, or, past a few dozen (an announcement must stay short), the account's.
-        let target: SessionEndTarget = others.count <= 32 ? .sessions(others) : .accounts([accountID])
+        // With none kept (an operator's "end all sessions") the account's: a sign-in that commits between the read
+        // and the change ends too.
+        let target: SessionEndTarget = others.count <= 32 && keepingTokenHash != nil ? .sessions(others) : .accounts([accountID])
         return try await keeper.ending(target) { change in
-            let ended = try await change.endSessions(tokenHashes: others, reason: reason.rawValue, at: at.milliseconds)
+            let ended =
+                keepingTokenHash == nil
+                ? try await change.endLiveSessions(reason: reason.rawValue, at: at.milliseconds)
+                : try await change.endSessions(tokenHashes: others, reason: reason.rawValue, at: at.milliseconds)
             try await Self.insertSignOuts(sessionIDs: ended, cause: cause, at: at, on: change.db)
             return ended.count
         }
