@@ -99,13 +99,7 @@ public enum RawHTTP {
         closeWithin: Duration
     ) async throws -> Exchange {
         let timeline = Timeline()
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(host: "127.0.0.1", port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(TimelineHandler(timeline: timeline))
-                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                }
-            }
+        let channel = try await connect(port: port, timeline: timeline)
         return try await channel.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
             var received: [UInt8] = []
@@ -140,6 +134,58 @@ public enum RawHTTP {
             let late = await probes?.lateness(closedAt: timeline.closedAt) ?? .zero
             return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: late)
         }
+    }
+
+    /// Opens a connection to `127.0.0.1:port` and writes `bytes` one at a time, `interval` apart, reading until the
+    /// server closes the connection or `closeWithin` has passed. The reference moment is the first byte's write: a
+    /// deadline counted from the request's start closes the connection while the bytes still drip in; one that
+    /// restarts with every byte never does.
+    public static func drip(
+        port: Int,
+        bytes: [UInt8],
+        every interval: Duration,
+        expectingCloseAfter expected: Duration,
+        closeWithin: Duration
+    ) async throws -> Exchange {
+        let timeline = Timeline()
+        let channel = try await connect(port: port, timeline: timeline)
+        return try await channel.executeThenClose { inbound, _ in
+            let raw = channel.channel
+            let loop = raw.eventLoop
+            guard let first = bytes.first else { throw RawHTTPError("nothing to drip") }
+            let reference = try await raw.writeAndFlush(ByteBuffer(bytes: [first])).map { timeline.markReference(written: true) }.get()
+            let probes = TimerProbes(due: reference + TimeAmount(expected))
+            let giveUp = loop.scheduleTask(in: TimeAmount(closeWithin)) {
+                if timeline.giveUpUnlessClosed() { raw.close(promise: nil) }
+            }
+            // Each later byte at its own time after the first, on the connection's loop; none after the close.
+            let drips = bytes.dropFirst().enumerated().map { index, byte in
+                loop.scheduleTask(deadline: reference + TimeAmount(interval * (index + 1))) {
+                    if raw.isActive { raw.writeAndFlush(ByteBuffer(bytes: [byte]), promise: nil) }
+                }
+            }
+            var received: [UInt8] = []
+            do {
+                for try await buffer in inbound { received += Array(buffer.readableBytesView) }
+            } catch {
+                // A reset counts as closed.
+            }
+            giveUp.cancel()
+            for drip in drips { drip.cancel() }
+            let late = await probes.lateness(closedAt: timeline.closedAt)
+            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: late)
+        }
+    }
+
+    /// A connection to `127.0.0.1:port` whose opening, reads and closing `timeline` records.
+    private static func connect(port: Int, timeline: Timeline) async throws -> NIOAsyncChannel<ByteBuffer, ByteBuffer> {
+        try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(TimelineHandler(timeline: timeline))
+                    return try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
     }
 
     /// Whether `bytes` hold a whole answer: a head and as many body bytes as its `Content-Length` says.

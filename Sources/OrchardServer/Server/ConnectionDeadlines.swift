@@ -1,6 +1,7 @@
 import HummingbirdCore
 import Logging
 import NIOCore
+import NIOHTTP1
 import NIOHTTPTypes
 
 /// The contract's bounds on slow and idle clients, so that a client cannot hold connections open without sending:
@@ -150,6 +151,20 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 
+    /// The bytes of a request arrived right behind the end of the one before, in the same read
+    /// (``RequestBoundaryHandler``): its head is due from now, once the requests before it are answered.
+    func nextRequestBegan() {
+        switch phase {
+        case .answering:
+            phase = .answering(bytesArrived: true)
+        case .idle:
+            phase = .awaitingHead
+            arm(headTimeout)
+        case .awaitingHead, .readingBody, .multiplexed:
+            break
+        }
+    }
+
     /// The connection speaks HTTP/2: its streams are watched by HTTP/2's own idle timeout.
     func multiplexed() {
         disarm()
@@ -195,6 +210,10 @@ final class RequestHeadWatcher: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         if let own = try? context.pipeline.syncOperations.handler(type: HeadDeadlineHandler.self) {
             deadline = own
+            // Before the HTTP/1 decoder, which says nothing of a head it has only begun.
+            if let decoder = try? context.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self) {
+                try? context.pipeline.syncOperations.addHandler(RequestBoundaryHandler(deadline: own), position: .before(decoder))
+            }
         } else if let connection = context.channel.parent, connection.eventLoop.inEventLoop {
             // An HTTP/2 stream: the connection's handler is in its parent's pipeline, on the same event loop.
             (try? connection.pipeline.syncOperations.handler(type: HeadDeadlineHandler.self))?.multiplexed()
