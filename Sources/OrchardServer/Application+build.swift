@@ -60,7 +60,7 @@ public func buildApplication(
         ) : nil
     if dependencies.tracesRequests {
         // Outermost, so the span covers the whole request, problem answers included; the span is named by the route
-        // (`/v1/accounts/{id}`), and query values that may carry a credential are recorded as REDACTED.
+        // (`/v1/sessions/{id}`), and query values that may carry a credential are recorded as REDACTED.
         router.middlewares.add(
             TracingMiddleware(redactingQueryParameters: ["code", "id_token", "state", "user", "nonce", "token", "error"])
         )

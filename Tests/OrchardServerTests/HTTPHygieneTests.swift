@@ -66,6 +66,8 @@ struct HTTPHygieneTests {
             "apple_unavailable": 503, "storage_unavailable": 503, "session_invalid": 401, "session_revoked": 401, "not_found": 404,
             "notification_invalid": 400, "state_invalid": 400, "internal_error": 500, "payload_too_large": 413,
             "method_not_allowed": 405, "rate_limited": 429, "csrf_rejected": 403, "web_flow_disabled": 404,
+            // The operator listener's, from the contract's "Operators".
+            "operator_unauthorized": 401,
         ]
         #expect(Set(ProblemCode.allCases.map(\.rawValue)) == Set(contract.keys))
         for code in ProblemCode.allCases {

@@ -140,6 +140,35 @@ struct CommandLineTests {
         #expect(broken.standardError.contains("APPLE_PRIVATE_KEY_FILE"))
     }
 
+    @Test(
+        "with only APPLE_REDIRECT_URI set, the site and the access tokens' issuer are its origin; a web client id Orchard does not accept is refused"
+    )
+    func webFlowDefaults() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = directory.file("key.p8")
+        try AppleEmulatorConfiguration.makeClientKey().privateKeyPEM.write(toFile: key, atomically: true, encoding: .utf8)
+        let environment = [
+            "APPLE_TEAM_ID": "ABCDE12345", "APPLE_KEY_ID": "KEY1", "APPLE_PRIVATE_KEY_FILE": key,
+            "APPLE_CLIENT_IDS": "com.example.app,com.example.web",
+            "ORCHARD_VAULT_KEYS": "k1:\(Data(repeating: 7, count: 32).base64EncodedString())",
+            "APPLE_REDIRECT_URI": "https://auth.example.com/v1/auth/apple/callback", "APPLE_WEB_CLIENT_ID": "com.example.web",
+            "ORCHARD_DATABASE_URL": "sqlite:\(directory.file("orchard.sqlite"))",
+        ]
+        let check = try await OrchardProcess.runInBackground(["config", "check"], environment: environment)
+        #expect(check.status == 0, "\(check.standardError)")
+        let lines = Set(check.standardOutput.split(separator: "\n").map(String.init))
+        #expect(lines.contains("ORCHARD_TOKEN_ISSUER=https://auth.example.com (default)"), "\(check.standardOutput)")
+        #expect(lines.contains("APPLE_WEB_CLIENT_ID=com.example.web (environment)"), "\(check.standardOutput)")
+        // The bundle id of another app, or a typo: Apple's identity tokens would name an audience Orchard refuses.
+        let foreign = try await OrchardProcess.runInBackground(
+            ["config", "check"],
+            environment: environment.merging(["APPLE_WEB_CLIENT_ID": "com.example.webb"]) { $1 }
+        )
+        #expect(foreign.status == 2)
+        #expect(foreign.standardError.contains("APPLE_WEB_CLIENT_ID"), "\(foreign.standardError)")
+    }
+
     @Test("a usage error exits 64")
     func usageError() async throws {
         #expect(try await OrchardProcess.runInBackground(["serve", "--no-such-flag"]).status == 64)

@@ -2,7 +2,7 @@ public import Accounts
 import Foundation
 
 extension AccessTokenConfiguration {
-    /// Reads `ORCHARD_TOKEN_ISSUER` (default: the origin of `ORCHARD_PUBLIC_URL`, else the listener's URL),
+    /// Reads `ORCHARD_TOKEN_ISSUER` (default: the site's origin, else the listener's URL),
     /// `ORCHARD_TOKEN_AUDIENCE` (default: the issuer), `ORCHARD_ACCESS_TOKEN_TTL` (1–3600 seconds) and
     /// `ORCHARD_TOKEN_KEY_LIFETIME`.
     /// - Throws: ``ConfigurationError`` naming the first setting that is wrong.
@@ -20,11 +20,10 @@ extension AccessTokenConfiguration {
         )
     }
 
-    /// The origin of `ORCHARD_PUBLIC_URL`, else the listener's `http://HOST:PORT` (`https` with TLS).
+    /// The origin of `ORCHARD_PUBLIC_URL` (whose default is the origin of `APPLE_REDIRECT_URI`), else the listener's
+    /// `http://HOST:PORT` (`https` with TLS).
     static func defaultIssuer(listener: ListenerConfiguration, webFlow: WebFlowConfiguration) -> String {
-        if let url = webFlow.publicURL, let scheme = url.scheme, let host = url.host {
-            return "\(scheme)://\(host)" + (url.port.map { ":\($0)" } ?? "")
-        }
+        if let origin = webFlow.siteOrigin { return origin }
         let scheme = listener.tlsCertificateFile == nil ? "http" : "https"
         let host = listener.host.contains(":") ? "[\(listener.host)]" : listener.host
         return "\(scheme)://\(host):\(listener.port)"

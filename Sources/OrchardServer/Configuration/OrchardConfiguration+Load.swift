@@ -64,6 +64,14 @@ extension OrchardConfiguration {
             }
         }
         config.webFlow = try WebFlowConfiguration(reader: settings)
+        // Apple's identity token from the web flow names the Services ID as its `aud`: one Orchard does not accept
+        // would refuse every web sign-in after the user went through Apple's pages.
+        if let webClientID = config.webFlow.clientID, !config.apple.allClientIDs.isEmpty, !config.apple.allClientIDs.contains(webClientID) {
+            throw ConfigurationError(
+                setting: "APPLE_WEB_CLIENT_ID",
+                problem: "must be one of the client ids (APPLE_CLIENT_IDS, or a team's client_ids): the web flow's identity tokens name it"
+            )
+        }
         config.webhooks = try WebhookConfiguration(reader: settings)
         config.accessTokens = try AccessTokenConfiguration(reader: settings, listener: config.listener, webFlow: config.webFlow)
         return config

@@ -127,7 +127,8 @@ public actor OrchardClient {
     ///   - nonce: ``Nonce/value`` of the nonce whose SHA-256 went to Apple.
     ///   - user: the name (and email) Apple gave on the first authorization only.
     ///   - device: a label for this session that the user recognizes in ``sessions()`` on their other devices, such as
-    ///     the device's name ("Alice's iPhone"); at most 64 characters, no control characters. Stored encrypted.
+    ///     "iPhone, signed in in Lyon" (since iOS 16 `UIDevice.current.name` gives only the model: "iPhone"); at most 64
+    ///     characters, no control characters. Stored encrypted.
     /// - Returns: The account, new or returning.
     /// - Throws: ``OrchardError/notSignedIn`` when the app was signed out (``signOut()``,
     ///   ``appleCredentialWasRevoked()``, any other sign-out) while Orchard answered: the sign-out wins, and the new
