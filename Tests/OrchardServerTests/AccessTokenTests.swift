@@ -216,7 +216,7 @@ struct AccessTokenTests {
                 h.clock.set(start.addingTimeInterval(3600 + 1))
                 #expect(try Self.parts(try await Self.token(h, session)).header["kid"] as? String == next)
                 #expect(Set(try await Self.publishedKeyIDs(h)) == Set([first, next].compactMap { $0 }))
-                let listed = try await OrchardProcess.keysList(h)
+                let listed = try await Self.keyStates(h)
                 #expect(listed[first ?? ""] == "retired" && listed[next] == "current", "\(listed)")
 
                 // Once its last token (signed at most at 3600) has expired, it is no longer published; listed, it is
@@ -236,9 +236,10 @@ struct AccessTokenTests {
     }
 }
 
-extension OrchardProcess {
-    /// The harness's keys as the lifecycle lists them: state by key id.
-    static func keysList(_ h: OrchardHarness) async throws -> [String: String] {
+extension AccessTokenTests {
+    /// The harness's keys as the lifecycle lists them (no process: `orchard keys` is tested in `KeysCommandTests`):
+    /// state by key id.
+    static func keyStates(_ h: OrchardHarness) async throws -> [String: String] {
         Dictionary(uniqueKeysWithValues: try await h.lifecycle.accessTokens.keys.list().map { ($0.id, $0.state.rawValue) })
     }
 }

@@ -31,6 +31,8 @@ struct WorkAndSchoolTests {
         }
     }
 
+    /// Sign-in finds accounts by Apple's `sub` only, so no line of the code guards "never matches" today: this test pins
+    /// that behaviour against an email-matching sign-in added later.
     @Test("a consumer account has no org_id and a verified email; an unverified email is shown as such and never matches another account")
     func unverifiedNeverMatches() async throws {
         try await OrchardHarness.with { h in

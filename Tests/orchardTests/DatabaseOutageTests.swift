@@ -180,6 +180,8 @@ struct DatabaseOutageTests {
         try await offThePool { cluster.remove() }
     }
 
+    /// 2.5 s into the outage the memory's entries (1 s) have lapsed too, so what refuses here is the entry lifetime as much
+    /// as the lease; the lease alone is shown by `SessionCacheReplicaTests.listenerLostWhilePoolWorks`.
     @Test("a restart under two replicas that remember sessions: no memory answers while it is down, a later sign-out is refused by both")
     func restartUnderReplicas() async throws {
         let cluster = try await offThePool { try DedicatedCluster.start() }

@@ -169,7 +169,59 @@ struct SessionCacheReplicaTests {
         }
     }
 
-    @Test("a replica stopped past its lease holds a sign-out up for at most the lease, and refuses the session when it resumes")
+    @Test(
+        "a replica whose listener hangs while its pool works stops answering from memory within its lease: a sign-out elsewhere is refused there at once"
+    )
+    func listenerLostWhilePoolWorks() async throws {
+        let setup = try await ServeProcessTests.Setup.start()
+        let database = try await TestDatabase.make(.postgres)
+        guard case .postgres(let url) = database.url, var components = URLComponents(string: url), let host = components.host,
+            let port = components.port
+        else { throw CancellationError() }
+        // Replica 1 listens through a proxy that the test takes away; its pool goes to the database directly.
+        let proxy = try await StallingTCPProxy.start(to: host, port: port)
+        components.host = "127.0.0.1"
+        components.port = proxy.port
+        var environment = setup.environment
+        environment["ORCHARD_DATABASE_URL"] = url
+        var replicas: [ServeProcess] = []
+        do {
+            replicas.append(try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http))
+            environment["ORCHARD_DATABASE_LISTEN_URL"] = try #require(components.string)
+            replicas.append(try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http))
+            let all = Replicas(setup: setup, database: database, replicas: replicas)
+            let user = try await all.signIn(on: 0)
+            #expect(await all.warm([user.token]))
+            // The listener's connection hangs (open, but nothing passes: a lost route, a stalled middlebox), so no
+            // close tells replica 1 anything, while its pool serves every check: a checker asks replica 1 all along, so
+            // its memory entry (1 s) is always fresh. Only the lease (2 s, renewed only while the listener hears the
+            // database) can make replica 1 stop answering from memory.
+            let checker = Checker([all.client(1)], token: user.token)
+            try await Task.sleep(for: .milliseconds(200))
+            proxy.stall()
+            let signedOut = try await all.client(0).request(.DELETE, "/v1/session", bearer: user.token)
+            #expect(signedOut.status == 204)
+            let answered = ContinuousClock.now
+            let next = try await all.client(1).request(.GET, "/v1/session", bearer: user.token)
+            #expect(next.status == 401, "the replica without a listener answered \(next.status) right after the sign-out")
+            #expect(await checker.stop(acceptedAfter: answered) == 0, "a check sent after the sign-out was accepted")
+            #expect(checker.checks.withLock { $0.count } > 10, "the checker kept replica 1's memory fresh")
+        } catch {
+            for replica in replicas { await replica.kill() }
+            await proxy.stop()
+            await database.remove()
+            await setup.stop()
+            throw error
+        }
+        for replica in replicas { await replica.terminate() }
+        await proxy.stop()
+        await database.remove()
+        await setup.stop()
+    }
+
+    /// Its memory's entries (1 s) are older than the lease (2 s) by the time it resumes, so the entry lifetime alone
+    /// would refuse here; the lease rule itself is shown by `listenerLostWhilePoolWorks`.
+    @Test("a replica stopped past its lease holds a sign-out up for at most the lease, and does not answer from its old memory when it resumes")
     func stoppedReplica() async throws {
         try await Replicas.with { replicas in
             let user = try await replicas.signIn(on: 0)
