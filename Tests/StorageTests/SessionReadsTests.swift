@@ -133,39 +133,40 @@ struct SessionReadsTests {
         #expect(try await third.value?.session.tokenHash == "c")
     }
 
-    /// A clock that, once told to, moves on by a step every time it is read: each instant a check or a read takes is
-    /// later than the one before, as on a machine where a handed-over leader runs late.
-    final class SteppingClock: MonotonicClock {
-        private let state = Mutex((now: Duration.seconds(1_000), step: Duration.zero))
+    /// A clock that stands still, but can be told to jump forward right after its next read: the instant a slot is
+    /// handed over is read, and the leader it was handed to runs late.
+    final class JumpingClock: MonotonicClock {
+        private let state = Mutex((now: Duration.seconds(1_000), jump: Duration.zero))
         var now: Duration {
             state.withLock { state in
-                state.now += state.step
+                defer {
+                    state.now += state.jump
+                    state.jump = .zero
+                }
                 return state.now
             }
         }
-        func step(by step: Duration) { state.withLock { $0.step = step } }
+        func jumpAfterNextRead(by duration: Duration) { state.withLock { $0.jump = duration } }
         func sleep(until deadline: Duration) async throws { try await Task.sleep(for: .milliseconds(1)) }
     }
 
     @Test("a leader handed the read slot that runs late still gets its own slowRead before a check reads beside it")
     func lateLeaderGetsItsOwnSlowRead() async throws {
-        let clock = SteppingClock()
-        // The clock's reads after the hand-over, 60 ms apart: the slot handed at H, the late leader starting its read at
-        // H+60, the next check looking at H+120 and H+180. Counted from the leader's start (SessionReads' `lead()`)
-        // that check finds the read 60 and 120 ms old, under slowRead, and waits; counted from the hand-over it would
-        // find it 180 ms old and read beside it.
-        let reads = SessionReads(clock: clock, mostReading: 2, slowRead: .milliseconds(150))
+        let clock = JumpingClock()
+        // The slot is handed over at H (the clock's next read), and the leader it goes to starts its read 100 ms
+        // later. Counted from the leader's start (SessionReads' `lead()`), a check arriving then finds the read 0 ms
+        // old, under slowRead, and waits; counted from the hand-over it would find it 100 ms old and read beside it.
+        let reads = SessionReads(clock: clock, mostReading: 2, slowRead: .milliseconds(50))
         let held = HeldReads()
         let first = await Self.check("a", reads, held, waiting: 0)
         let second = await Self.check("b", reads, held, waiting: 1)
-        clock.step(by: .milliseconds(60))
+        clock.jumpAfterNextRead(by: .milliseconds(100))
         held.openOne()
         try #require(await eventually(timeout: 30) { held.calls.count >= 2 })
         #expect(held.calls[1] == ["b"])
         let third = Task { try await reads.session(tokenHash: "c", read: held.read) }
         try #require(await eventually(timeout: 30) { reads.waitingCount == 1 || held.calls.joined().contains("c") })
         #expect(held.calls.count == 2, "a check read beside a read that had run for less than slowRead: \(held.calls)")
-        clock.step(by: .zero)
         held.openAll()
         try #require(await eventually(timeout: 30) { held.calls.joined().contains("c") })
         held.openAll()
