@@ -1,4 +1,5 @@
 import Accounts
+import AppleID
 import Foundation
 import Logging
 import Metrics
@@ -71,7 +72,37 @@ final class ReplicaChannel: Sendable {
 
     /// Runs `change` (a transaction that ends `target`'s sessions) after every answering replica has stopped answering
     /// for them, and announces its outcome.
+    ///
+    /// Bounded as a whole by ``SessionTimings/changeLimit``: past it the change is cancelled (a transaction not yet
+    /// committed rolls back; one committed has ended its sessions, and the replicas' marks lapse) and fails as
+    /// unavailable, so that a request is answered even when a connection hangs.
     func ending<T: Sendable>(
+        _ target: SessionEndTarget,
+        on database: any DatabaseClient,
+        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        let work = Task { try await self.unboundedEnding(target, on: database, change) }
+        let expired = Atomic(false)
+        let logger = self.logger
+        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: timings.changeLimit.timeAmount) {
+            expired.store(true, ordering: .sequentiallyConsistent)
+            logger.warning("a session change did not finish in time; cancelled")
+            work.cancel()
+        }
+        defer { timer.cancel() }
+        do {
+            return try await withTaskCancellationHandler {
+                try await work.value
+            } onCancel: {
+                work.cancel()
+            }
+        } catch {
+            if expired.load(ordering: .sequentiallyConsistent) { throw StoreError.unavailable("a session change did not finish in time") }
+            throw error
+        }
+    }
+
+    private func unboundedEnding<T: Sendable>(
         _ target: SessionEndTarget,
         on database: any DatabaseClient,
         _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
@@ -80,26 +111,18 @@ final class ReplicaChannel: Sendable {
             return try await ending(target, on: database, hearing: nil, change)
         }
         // No listener hears the channel in this process (a command, or a replica between connections): hear this
-        // change's acknowledgements on a connection of its own.
+        // change's acknowledgements on a connection of its own. Its statements are not the pool's, which the operation
+        // deadline bounds, and a query on a connection the server has closed is never answered: cancelled (see
+        // ``ending(_:on:_:)``), the connection is closed, which fails what waits on it.
         let connection = try await connect()
         let result: Result<T, any Error>
         do {
             result = .success(
-                try await connection.listen(on: Self.channel) { notifications in
-                    try await withThrowingTaskGroup(of: T?.self) { group in
-                        group.addTask {
-                            for try await notification in notifications {
-                                try await self.hear(notification.payload, registration: nil, on: nil)
-                            }
-                            return nil
-                        }
-                        group.addTask { try await self.ending(target, on: database, hearing: connection, change) }
-                        defer { group.cancelAll() }
-                        while let next = try await group.next() {
-                            if let value = next { return value }
-                        }
-                        throw StoreError.unavailable("the session listener's connection ended")
-                    }
+                try await withTaskCancellationHandler {
+                    try await listenForChange(target, on: database, connection: connection, change)
+                } onCancel: {
+                    let closing: EventLoopFuture<Void> = connection.close()
+                    _ = closing
                 }
             )
         } catch {
@@ -107,6 +130,31 @@ final class ReplicaChannel: Sendable {
         }
         try? await connection.close()
         return try result.get()
+    }
+
+    /// The change, hearing its acknowledgements on `connection` (this process's own, for the change alone).
+    private func listenForChange<T: Sendable>(
+        _ target: SessionEndTarget,
+        on database: any DatabaseClient,
+        connection: PostgresConnection,
+        _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
+    ) async throws -> T {
+        try await connection.listen(on: Self.channel) { notifications in
+            try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask {
+                    for try await notification in notifications {
+                        try await self.hear(notification.payload, registration: nil, on: nil)
+                    }
+                    return nil
+                }
+                group.addTask { try await self.ending(target, on: database, hearing: connection, change) }
+                defer { group.cancelAll() }
+                while let next = try await group.next() {
+                    if let value = next { return value }
+                }
+                throw StoreError.unavailable("the session listener's connection ended")
+            }
+        }
     }
 
     private func ending<T: Sendable>(
