@@ -105,13 +105,24 @@ final class RequestBoundaryHandler: ChannelInboundHandler, RemovableChannelHandl
     private static func bodyLength(of head: [UInt8]) -> Int? {
         guard head.count < longestHead else { return nil }
         var length = 0
-        for line in String(decoding: head, as: UTF8.self).split(whereSeparator: { $0 == "\r\n" || $0 == "\n" || $0 == "\r" }).dropFirst() {
+        var lineStart = 0
+        var first = true
+        // Line by line, without making strings: only a line that begins like one of the two names is looked at.
+        for index in head.indices where head[index] == 10 {
+            defer { lineStart = index + 1 }
+            if first {
+                first = false
+                continue
+            }
+            guard lineStart < index, head[lineStart] | 0x20 == UInt8(ascii: "c") || head[lineStart] | 0x20 == UInt8(ascii: "t") else { continue }
+            let line = String(decoding: head[lineStart..<index], as: UTF8.self)
             guard let colon = line.firstIndex(of: ":") else { continue }
             let name = line[..<colon].lowercased()
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
             if name == "transfer-encoding" { return nil }
             if name == "content-length" {
-                guard let parsed = Int(value), parsed >= 0 else { return nil }
+                guard let parsed = Int(line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)), parsed >= 0 else {
+                    return nil
+                }
                 length = parsed
             }
         }
