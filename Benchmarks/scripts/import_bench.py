@@ -4,7 +4,7 @@
 For each size in --lines and each database (SQLite always; PostgreSQL with --postgres-url, an admin URL), a fresh
 database is served by `orchard serve` (with `orchard apple-emulator` as Apple), an Orchard JSON Lines file of that many
 accounts (each with an email, a name and an account id) is written, and `orchard accounts import FILE` runs against
-the same database while serve answers `GET /v1/session` checks of a signed-in user from another thread. Reported:
+the same database while serve answers `GET /v1/session` checks of a signed-in user from another thread (--checks-per-second). Reported:
 accounts per minute (from the import's start to its exit), the import's peak RSS (wait4's ru_maxrss) and the file's
 size, and that serve kept answering. A second run of the same file (up to --rerun-up-to lines) follows and must import
 nothing (every line skipped). Figures are never asserted; exit 1 only if something failed or answered wrongly.
@@ -53,12 +53,16 @@ def run_import(opts, database_url, path, log_path):
     return seconds, usage.ru_maxrss / 1024, counts
 
 
-def checker(base, token, stop, tally):
-    """Session checks back to back while the import runs: serve must keep answering them."""
+def checker(base, token, stop, tally, per_second):
+    """Session checks at `per_second` (0: back to back) while the import runs: serve must keep answering them."""
     client = Client(base)
+    next_at = time.monotonic()
     while not stop.is_set():
         status, _ = client.call("GET", "/v1/session", headers={"Authorization": f"Bearer {token}"})
         tally["ok" if status == 200 else "failed"] += 1
+        if per_second:
+            next_at += 1 / per_second
+            stop.wait(max(0, next_at - time.monotonic()))
 
 
 def measure(opts, label, database_url, emulator, emulator_base, key, lines):
@@ -69,7 +73,7 @@ def measure(opts, label, database_url, emulator, emulator_base, key, lines):
         if not os.path.exists(path):
             write_export(path, lines)
         stop, tally = threading.Event(), {"ok": 0, "failed": 0}
-        thread = threading.Thread(target=checker, args=(base, token, stop, tally))
+        thread = threading.Thread(target=checker, args=(base, token, stop, tally, opts.checks_per_second))
         thread.start()
         try:
             seconds, rss, counts = run_import(opts, database_url, path, os.path.join(opts.work_dir, f"import-{label}-{lines}.log"))
@@ -102,6 +106,8 @@ def main():
     p.add_argument("--orchard", required=True, help="the orchard binary (release build)")
     p.add_argument("--work-dir", required=True, help="where exports, databases and logs go")
     p.add_argument("--lines", type=int, nargs="+", default=[100_000, 1_000_000])
+    p.add_argument("--checks-per-second", type=int, default=100,
+                   help="session checks serve answers meanwhile (0: back to back, which takes a core of its own)")
     p.add_argument("--rerun-up-to", type=int, default=100_000, help="re-run the import of files up to this many lines")
     p.add_argument("--postgres-url", default=os.environ.get("ORCHARD_BENCH_POSTGRES_URL"),
                    help="an admin URL: a database is created for each run and dropped after")
