@@ -162,7 +162,11 @@ struct DatabaseOutageTests {
             // The outage is logged with PostgreSQL's reason, once and then at most every 10 s, not once per 503.
             let outageLines = serve.logText.split(separator: "\n").filter { $0.contains("storage unavailable: requests are answered 503") }
             #expect(!outageLines.isEmpty && outageLines.allSatisfy { $0.contains("PostgreSQL") }, "\(outageLines)")
-            #expect(outageLines.count < seen.filter { $0 == 503 }.count + 4, "one line per refused request")
+            // The rule is time, not requests: the first failure and then at most one line per 10 s of outage. (Compared
+            // with the background load's 503s once, this failed on a loaded CI machine where the load saw none and a
+            // 45 s outage rightly logged 5 lines.)
+            #expect(outageLines.count <= 1 + Int(outageSeconds / 10), "\(outageLines.count) lines in \(Int(outageSeconds)) s")
+            #expect(outageLines.dropFirst().allSatisfy { $0.contains("storage.unlogged_failures") }, "\(outageLines)")
             // Whatever the background load got answered, none was a 500. (Whether any of its requests fell inside the
             // outage depends on the machine's load; the 503s are asserted directly above.)
             #expect(!seen.contains(500), "a 500 was answered during the outage")
