@@ -16,7 +16,7 @@ public struct OrchardApplication: Sendable {
     /// The lifecycle's parts, for the CLI's operator commands and tests.
     public var lifecycle: Lifecycle
     /// Sign-in, sessions, sign-out and deletion.
-    public var accounts: Accounts { lifecycle.accounts }
+    public var accounts: AccountDesk { lifecycle.accounts }
     /// The background jobs: run as a service unless ``OrchardDependencies/jobTick`` is `nil`, when a test drives them.
     public var jobs: JobService
 }
@@ -47,62 +47,20 @@ public func buildApplication(
             metadata: ["error.code": "\(error.code.rawValue)", "error.reason": "\(error.reason)"]
         )
     }
-    let accounts = lifecycle.accounts
-
-    let router = Router(context: OrchardRequestContext.self)
-    let table = RouteTable()
-    let perMinute = configuration.listener.rateLimitPerMinute
-    let limiters =
-        perMinute > 0
-        ? RouteLimiters(
-            clients: RateLimiter(limit: perMinute, clock: dependencies.clock),
-            sessions: RateLimiter(limit: perMinute, clock: dependencies.clock)
-        ) : nil
-    if dependencies.tracesRequests {
-        // Outermost, so the span covers the whole request, problem answers included; the span is named by the route
-        // (`/v1/sessions/{id}`), and query values that may carry a credential are recorded as REDACTED.
-        router.middlewares.add(
-            TracingMiddleware(redactingQueryParameters: ["code", "id_token", "state", "user", "nonce", "token", "error"])
+    let limiters = RouteLimiters(configuration.listener, clock: dependencies.clock)
+    let router = publicRouter(
+        lifecycle: lifecycle,
+        configuration: configuration,
+        limiters: limiters,
+        parts: RouterParts(
+            clock: dependencies.clock,
+            random: dependencies.random,
+            registry: dependencies.registry,
+            metrics: dependencies.metrics,
+            logger: logger,
+            tracesRequests: dependencies.tracesRequests
         )
-    }
-    // Outside the problem middleware, so that each request is counted under the status it was answered with.
-    router.middlewares.add(RequestMetricsMiddleware(factory: dependencies.metrics))
-    router.middlewares.add(ProblemMiddleware(routes: table, log: ProblemLog(clock: dependencies.clock)))
-    let routes = OrchardRoutes(router: router, table: table) { policy in
-        routeMiddlewares(policy, configuration: configuration, dependencies: dependencies, limiters: limiters)
-    }
-    AuthController(accounts: accounts).addRoutes(to: routes)
-    WebFlowController(
-        accounts: accounts,
-        states: lifecycle.webFlowStates,
-        redirectURI: configuration.webFlow.redirectURI,
-        webClientID: configuration.webClientID,
-        appleBaseURL: configuration.apple.baseURL,
-        clock: dependencies.clock
-    ).addRoutes(to: routes)
-    AccountPageController(
-        accounts: accounts,
-        webFlowEnabled: configuration.webFlow.redirectURI != nil,
-        appleBaseURL: configuration.apple.baseURL,
-        random: dependencies.random
-    ).addRoutes(to: routes)
-    SessionController(accounts: accounts).addRoutes(to: routes)
-    HistoryController(accounts: accounts).addRoutes(to: routes)
-    TokenController(
-        tokens: lifecycle.accessTokens,
-        publicBase: AccessTokenConfiguration.defaultIssuer(listener: configuration.listener, webFlow: configuration.webFlow)
-    ).addRoutes(to: routes)
-    AccountController(accounts: accounts).addRoutes(to: routes)
-    NotificationController(notifications: lifecycle.notifications).addRoutes(to: routes)
-    if OpenAPIDocument.bytes == nil {
-        logger.warning(
-            "the OpenAPI document is not installed beside the binary: GET /openapi.yaml answers 404",
-            metadata: ["openapi.expected_at": "\(OpenAPIDocument.expectedLocation)"]
-        )
-    }
-    let metricsListener = configuration.listener.metricsPort != nil
-    OperationsController(accounts: accounts, registry: dependencies.registry, servesMetrics: !metricsListener)
-        .addRoutes(to: routes)
+    )
 
     var application = Application(
         router: router,
@@ -143,40 +101,6 @@ public func buildApplication(
         )
     }
     return OrchardApplication(application: application, lifecycle: lifecycle, jobs: jobs)
-}
-
-/// The budgets of the rate-limited routes, one table per kind of key (`ORCHARD_RATE_LIMIT_PER_MINUTE` each).
-struct RouteLimiters: Sendable {
-    /// One budget per client address, shared by the anonymous routes.
-    let clients: RateLimiter<IPAddress>
-    /// One budget per session, shared by the signed-in routes that end sessions or mint tokens.
-    let sessions: RateLimiter<String>
-}
-
-/// The middlewares that enforce `policy` on the routes registered with it: the rate limits (one ``RateLimiter`` per kind
-/// of key, so one budget per client, or per session, across every route limited by it) and the cookie rules.
-func routeMiddlewares(
-    _ policy: RoutePolicy,
-    configuration: OrchardConfiguration,
-    dependencies: OrchardDependencies,
-    limiters: RouteLimiters?
-) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
-    func rateLimit(clearsWebState: Bool) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
-        guard let limiters else { return [] }
-        let resolver = ClientAddressResolver(trustedProxies: configuration.listener.trustedProxies)
-        return [RateLimitMiddleware(limiter: limiters.clients, resolver: resolver, metrics: dependencies.metrics, clearsWebState: clearsWebState)]
-    }
-    let cookieRules = { (ends: Bool) in CookieSessionMiddleware<OrchardRequestContext>(endsSession: ends, siteOrigin: configuration.siteOrigin) }
-    switch policy {
-    case .open: return []
-    case .anonymous: return rateLimit(clearsWebState: false)
-    case .webFlowCallback: return rateLimit(clearsWebState: true)
-    case .session: return [cookieRules(false)]
-    case .endsSession: return [cookieRules(true)]
-    case .budgetedSession:
-        let budget = limiters.map { [SessionBudgetMiddleware<OrchardRequestContext>(limiter: $0.sessions, metrics: dependencies.metrics)] } ?? []
-        return budget + [cookieRules(false)]
-    }
 }
 
 /// The metrics listener (`ORCHARD_METRICS_PORT`): `GET /metrics` and nothing else, plain HTTP, on its own address, so

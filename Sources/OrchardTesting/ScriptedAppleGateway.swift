@@ -3,8 +3,9 @@ public import AppleID
 import Foundation
 import Synchronization
 
-/// Apple as a unit test scripts it: each call answers with what the test set, and is recorded. Only the calls the
-/// background jobs make (validation, revocation) are scripted; the others refuse.
+/// Apple as a unit test scripts it: each call answers with what the test set, and is recorded. The calls the background
+/// jobs make (validation, revocation) and a sign-in's (an identity token from ``identityToken(sub:nonce:audience:email:)``,
+/// the code exchange) are scripted; the others refuse.
 public final class ScriptedAppleGateway: AppleGateway {
     /// What a refresh-token validation or a revocation answers.
     public enum Answer: Sendable {
@@ -21,6 +22,9 @@ public final class ScriptedAppleGateway: AppleGateway {
     private struct State {
         var validation = Answer.accepted
         var revocation = Answer.accepted
+        var exchange = Answer.accepted
+        var identities: [String: Data] = [:]
+        var exchanged: [String] = []
         var validated: [String] = []
         var revoked: [(token: String, hint: TokenTypeHint)] = []
     }
@@ -34,6 +38,10 @@ public final class ScriptedAppleGateway: AppleGateway {
     public func validations(answer: Answer) { state.withLock { $0.validation = answer } }
     /// From now on, revocations answer `answer`.
     public func revocations(answer: Answer) { state.withLock { $0.revocation = answer } }
+    /// From now on, code exchanges answer `answer`.
+    public func exchanges(answer: Answer) { state.withLock { $0.exchange = answer } }
+    /// The authorization codes exchanged so far.
+    public var exchanged: [String] { state.withLock { $0.exchanged } }
     /// The refresh tokens validated so far.
     public var validated: [String] { state.withLock { $0.validated } }
     /// The tokens Apple was asked to revoke, with their hints.
@@ -48,9 +56,37 @@ public final class ScriptedAppleGateway: AppleGateway {
         }
     }
 
-    /// Refused: unit tests do not sign in.
+    /// An identity token this gateway verifies as Apple's, for `sub` and `audience`, carrying the SHA-256 of `nonce`
+    /// as Apple's tokens do (the signature and the token's shape are the verifier's tests; here only the claims matter).
+    public func identityToken(sub: String, nonce: String?, audience: String, email: String? = nil) -> String {
+        var claims: [String: Any] = [
+            "iss": "https://appleid.apple.com",
+            "aud": audience,
+            "sub": sub,
+            "iat": Int(Date().timeIntervalSince1970),
+            "exp": Int(Date().timeIntervalSince1970) + 600,
+        ]
+        if let nonce { claims["nonce"] = AppleNonce.hash(nonce) }
+        if let email {
+            claims["email"] = email
+            claims["email_verified"] = true
+        }
+        let token = "scripted.\(UUID().uuidString).token"
+        // The dictionary holds JSON values only.
+        let json = (try? JSONSerialization.data(withJSONObject: claims)) ?? Data()
+        state.withLock { $0.identities[token] = json }
+        return token
+    }
+
+    /// The claims of a token from ``identityToken(sub:nonce:audience:email:)``; any other token fails as a bad
+    /// signature, and one for another audience as Apple's would.
     public func verifyIdentityToken(_ token: String, expectedAudience: String?) async throws -> AppleIdentityClaims {
-        throw AppleIDError.appleUnavailable("not scripted")
+        guard let json = state.withLock({ $0.identities[token] }) else { throw AppleIDError.signature("not a scripted token") }
+        let claims = try JSONDecoder().decode(AppleIdentityClaims.self, from: json)
+        if let expectedAudience, claims.aud != expectedAudience {
+            throw AppleIDError.audience("the token is for another client id")
+        }
+        return claims
     }
 
     /// Refused: unit tests store notifications themselves.
@@ -58,9 +94,14 @@ public final class ScriptedAppleGateway: AppleGateway {
         throw AppleIDError.appleUnavailable("not scripted")
     }
 
-    /// Refused: unit tests do not sign in.
+    /// Answers as scripted, recording the code; on acceptance a refresh token and an access token named after it.
     public func exchangeCode(_ code: Redacted<String>, clientID: String, redirectURI: String?) async throws -> AppleTokenResponse {
-        throw AppleIDError.appleUnavailable("not scripted")
+        let answer = state.withLock { state in
+            state.exchanged.append(code.value)
+            return state.exchange
+        }
+        try outcome(answer)
+        return AppleTokenResponse(accessToken: Redacted("at-\(code.value)"), refreshToken: Redacted("rt-\(code.value)"))
     }
 
     /// Answers as scripted; a new access token on acceptance.

@@ -9,7 +9,7 @@ import Testing
 @testable import Storage
 
 /// One conformance suite for every Storage implementation: each test runs on SQLite and, when a test cluster is
-/// reachable, on PostgreSQL.
+/// reachable, on PostgreSQL; the tests of what the lifecycle relies on (``StoreUnderTest``) on the in-memory store too.
 @Suite struct SQLAccountStoreTests {
     static let backends = TestDatabase.availableBackends
 
@@ -35,7 +35,7 @@ import Testing
     /// Records the first sign-in of an account (`acct_1` with subject hash `s` unless told) at `now`, with its session
     /// (`t1` unless told) for 60 s.
     func signInFirstAccount(
-        _ store: SQLAccountStore,
+        _ store: any Lifecycle.Store,
         at now: Date,
         id: String = "acct_1",
         subjectHash: String = "s",
@@ -104,9 +104,9 @@ import Testing
         }
     }
 
-    @Test("a nonce is consumed once, then reported reused; unknown and expired ones are told apart from reuse", arguments: Self.backends)
-    func nonces(_ backend: TestDatabase.Backend) async throws {
-        try await withStore(backend) { store, _ in
+    @Test("a nonce is consumed once, then reported reused; unknown and expired ones are told apart from reuse", arguments: StoreUnderTest.all)
+    func nonces(_ kind: StoreUnderTest) async throws {
+        try await kind.with { store in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await store.insertNonce(hash: "h1", expiresAt: now.addingTimeInterval(600))
             try await store.insertNonce(hash: "h2", expiresAt: now.addingTimeInterval(600))
@@ -117,9 +117,9 @@ import Testing
         }
     }
 
-    @Test("a new account with a subject hash that already exists is a conflict, and nothing of it is stored", arguments: Self.backends)
-    func conflict(_ backend: TestDatabase.Backend) async throws {
-        try await withStore(backend) { store, _ in
+    @Test("a new account with a subject hash that already exists is a conflict, and nothing of it is stored", arguments: StoreUnderTest.all)
+    func conflict(_ kind: StoreUnderTest) async throws {
+        try await kind.with { store in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let first = AccountRecord.fixture(id: "acct_1", subjectHash: "same", at: now)
             _ = try await store.recordSignIn(
@@ -161,9 +161,12 @@ import Testing
         }
     }
 
-    @Test("a returning sign-in into an account deleted meanwhile stores no session and queues the new grant's revocation", arguments: Self.backends)
-    func signInIntoDeletedAccount(_ backend: TestDatabase.Backend) async throws {
-        try await withStore(backend) { store, _ in
+    @Test(
+        "a returning sign-in into an account deleted meanwhile stores no session and queues the new grant's revocation",
+        arguments: StoreUnderTest.all
+    )
+    func signInIntoDeletedAccount(_ kind: StoreUnderTest) async throws {
+        try await kind.with { store in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             let gone = AccountRecord.fixture(id: "acct_gone", subjectHash: "g", at: now)
             let job = RevocationJob(
@@ -199,9 +202,12 @@ import Testing
         }
     }
 
-    @Test("a nonce read refuses without consuming, a session read sees its account, and an ending is seen by the next read", arguments: Self.backends)
-    func reads(_ backend: TestDatabase.Backend) async throws {
-        try await withStore(backend) { store, _ in
+    @Test(
+        "a nonce read refuses without consuming, a session read sees its account, and an ending is seen by the next read",
+        arguments: StoreUnderTest.all
+    )
+    func reads(_ kind: StoreUnderTest) async throws {
+        try await kind.with { store in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await store.insertNonce(hash: "issued", expiresAt: now.addingTimeInterval(600))
             try await store.insertNonce(hash: "used", expiresAt: now.addingTimeInterval(600))
@@ -242,9 +248,9 @@ import Testing
         }
     }
 
-    @Test("a session ends once, with its reason", arguments: Self.backends)
-    func sessions(_ backend: TestDatabase.Backend) async throws {
-        try await withStore(backend) { store, _ in
+    @Test("a session ends once, with its reason", arguments: StoreUnderTest.all)
+    func sessions(_ kind: StoreUnderTest) async throws {
+        try await kind.with { store in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             try await signInFirstAccount(store, at: now)
             #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: now))
