@@ -10,7 +10,7 @@ public struct Lifecycle: Sendable {
         & TransferStore & OutboxQueries & SigningKeyStore & WebFlowStateStore & AccountImportStore
 
     /// Sign-in, sessions, sign-out and deletion.
-    public let accounts: Accounts
+    public let accounts: AccountDesk
     /// The account changes the jobs and the deletion make.
     public let changes: AccountChanges
     /// Apple's notification endpoint's half.
@@ -84,7 +84,7 @@ public struct Lifecycle: Sendable {
         self.engine = engine
         self.wakeups = wakeups
         self.changes = changes
-        self.accounts = Accounts(
+        self.accounts = AccountDesk(
             store: store,
             changes: changes,
             vault: vault,

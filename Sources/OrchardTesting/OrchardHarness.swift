@@ -29,7 +29,7 @@ public struct OrchardHarness: Sendable {
     /// Orchard's lifecycle, as the server uses it.
     public let lifecycle: Lifecycle
     /// Sign-in, sessions, sign-out and deletion, as the server uses them.
-    public var accounts: Accounts { lifecycle.accounts }
+    public var accounts: AccountDesk { lifecycle.accounts }
     /// The background jobs. With ``JobDriving/byTest`` nothing runs them but ``runJobs()``.
     public let jobs: JobService
     /// The running Orchard server.

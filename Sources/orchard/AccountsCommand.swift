@@ -84,7 +84,7 @@ struct AccountsCommand: AsyncParsableCommand {
                 var events: [HistoryEntry] = []
                 var before: String?
                 repeat {
-                    let page = try await lifecycle.accounts.history(accountID: id, before: before, limit: Accounts.historyPageLimit.upperBound)
+                    let page = try await lifecycle.accounts.history(accountID: id, before: before, limit: AccountDesk.historyPageLimit.upperBound)
                     events += page.events
                     before = page.next
                 } while before != nil

@@ -82,7 +82,7 @@ struct NotificationDecisionTests {
         f.store.edit { $0.accounts["acct_ada"]?.grantedAt = decidedAt.addingTimeInterval(300) }
         let outcome = try await f.lifecycle.changes.revokeCredential(
             accountID: account.id,
-            reason: "consent_revoked",
+            reason: .consentRevoked,
             completesNotification: nil,
             condition: .grantedNoLaterThan(decidedAt.addingTimeInterval(60)),
             at: decidedAt

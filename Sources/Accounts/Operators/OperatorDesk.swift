@@ -2,7 +2,7 @@ import AppleID
 
 /// What operators look at and finish: finding an account by its id, email or Apple `sub`; its sessions, history and
 /// transfer state; the deletions whose revocation at Apple is not done; failed webhooks and their redrive; the
-/// notifications Apple sent and whether they arrive. Ending sessions and deleting go through ``Accounts``, as the
+/// notifications Apple sent and whether they arrive. Ending sessions and deleting go through ``AccountDesk``, as the
 /// user's own routes do.
 public struct OperatorDesk: Sendable {
     /// Accounts a search answers, at most.
@@ -28,7 +28,7 @@ public struct OperatorDesk: Sendable {
         public var transferSide: TransferSide?
     }
 
-    let accounts: Accounts
+    let accounts: AccountDesk
     let store: any OperatorDeskStore
     let transfers: any TransferStore
     let wakeups: JobWakeups

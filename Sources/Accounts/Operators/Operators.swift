@@ -137,6 +137,6 @@ public struct Operators: Sendable {
     }
 
     private static func hash(_ value: String) -> String {
-        Accounts.sha256Hex(value)
+        AccountDesk.sha256Hex(value)
     }
 }

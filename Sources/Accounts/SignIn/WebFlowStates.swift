@@ -24,7 +24,7 @@ public struct WebFlowStates: Sendable {
     /// Makes and stores a fresh state for one authorization.
     ///
     /// - Parameters:
-    ///   - nonce: The nonce issued for it (``Accounts/issueNonce()``).
+    ///   - nonce: The nonce issued for it (``AccountDesk/issueNonce()``).
     ///   - returnTo: The path on this site to return to, already checked by the caller.
     /// - Returns: The state to send to Apple and the binder for the browser's cookie (256 random bits each,
     ///   base64url).

@@ -13,7 +13,7 @@ public struct AccessTokens: Sendable {
         public var expiresIn: Int
     }
 
-    let accounts: Accounts
+    let accounts: AccountDesk
     /// The keys that sign and verify them.
     public let keys: SigningKeys
     let clock: any WallClock

@@ -5,7 +5,7 @@ import Hummingbird
 
 /// `DELETE /v1/account`: the user deletes their account.
 struct AccountController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let accounts: AccountDesk
 
     struct DeletionResponse: ResponseEncodable {
         var deleted: Bool

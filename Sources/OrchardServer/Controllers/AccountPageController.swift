@@ -9,7 +9,7 @@ import Hummingbird
 /// cookie-authenticated one also gets `Clear-Site-Data` and an expired cookie, as every cookie-authenticated
 /// `session_revoked` does.
 struct AccountPageController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let accounts: AccountDesk
     let webFlowEnabled: Bool
     let appleOrigin: String?
     let random: any RandomSource
@@ -20,7 +20,7 @@ struct AccountPageController<Context: RequestContext>: Sendable {
     ///   - webFlowEnabled: Whether `APPLE_REDIRECT_URI` is set.
     ///   - appleBaseURL: Where the "Sign in with Apple" form's redirect leads (allowed by the page's CSP).
     ///   - random: For the CSP nonce.
-    init(accounts: Accounts, webFlowEnabled: Bool, appleBaseURL: URL, random: any RandomSource) {
+    init(accounts: AccountDesk, webFlowEnabled: Bool, appleBaseURL: URL, random: any RandomSource) {
         self.accounts = accounts
         self.webFlowEnabled = webFlowEnabled
         self.appleOrigin = CookieSessionMiddleware<Context>.normalizedOrigin(appleBaseURL.absoluteString)

@@ -6,7 +6,7 @@ import Hummingbird
 
 /// `POST /v1/auth/apple/nonce` and `POST /v1/auth/apple`: native sign-in.
 struct AuthController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let accounts: AccountDesk
 
     /// The body of `POST /v1/auth/apple`.
     struct SignInBody: Decodable {

@@ -4,7 +4,7 @@ import Hummingbird
 
 /// `GET /v1/account/events`: the account's history, newest first, a page at a time.
 struct HistoryController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let accounts: AccountDesk
 
     struct EventsResponse: ResponseEncodable {
         var events: [HistoryEventDTO]
@@ -18,10 +18,9 @@ struct HistoryController<Context: RequestContext>: Sendable {
 
     @Sendable func list(_ request: Request, context: Context) async throws -> EventsResponse {
         let token = try SessionController<Context>.token(request)
-        let query = request.uri.queryParameters
-        // A limit that is no number is out of range: refused as one, after the session is known to be live.
-        let limit = query["limit"].map { Int(String($0)) ?? 0 } ?? Accounts.historyDefaultPageSize
-        let page = try await accounts.history(token: token, before: query["before"].map(String.init), limit: limit)
+        // A limit out of range is refused after the session is known to be live.
+        let (before, limit) = request.pageQuery(defaultLimit: AccountDesk.historyDefaultPageSize)
+        let page = try await accounts.history(token: token, before: before, limit: limit)
         return EventsResponse(events: page.events.map(HistoryEventDTO.init), next: page.next)
     }
 }

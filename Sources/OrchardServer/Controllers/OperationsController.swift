@@ -7,7 +7,7 @@ import Prometheus
 
 /// `/health/live`, `/health/ready`, `/metrics` and `/openapi.yaml`.
 struct OperationsController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let accounts: AccountDesk
     let registry: PrometheusCollectorRegistry
     /// Whether this listener serves `/metrics` (not with `ORCHARD_METRICS_PORT`).
     let servesMetrics: Bool

@@ -6,7 +6,7 @@ import Hummingbird
 /// The caller's session (`GET /v1/session`, `DELETE /v1/session`) and the user's sessions on their devices
 /// (`GET /v1/sessions`, `DELETE /v1/sessions/{id}`, `DELETE /v1/sessions`).
 struct SessionController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let accounts: AccountDesk
 
     struct SessionResponse: ResponseEncodable {
         struct Session: Encodable {

@@ -10,7 +10,7 @@ import Logging
 ///
 /// Without `APPLE_REDIRECT_URI` both answer `404 web_flow_disabled`.
 struct WebFlowController<Context: RequestContext>: Sendable {
-    let accounts: Accounts
+    let accounts: AccountDesk
     let states: WebFlowStates
     /// `APPLE_REDIRECT_URI`; `nil` turns the web flow off.
     let redirectURI: URL?

@@ -16,7 +16,7 @@ import Logging
 ///   expired cookie, so that the browser drops what it holds.
 ///
 /// Bearer-authenticated requests pass untouched: clearing site data for them would sign the user out of sibling sites.
-/// The session logic itself stays in ``Accounts/Accounts``.
+/// The session logic itself stays in ``Accounts/AccountDesk``.
 public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware {
     let endsSession: Bool
     let siteOrigin: String?

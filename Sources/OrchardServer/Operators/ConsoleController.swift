@@ -11,7 +11,7 @@ struct ConsoleController {
     typealias Context = OrchardRequestContext
 
     let desk: OperatorDesk
-    let accounts: Accounts
+    let accounts: AccountDesk
     let operators: Operators
     let teams: [AppleTeam]
     let clock: any WallClock

@@ -6,7 +6,7 @@ import Metrics
 /// The changes the lifecycle makes to an account after its sign-in: Apple's email forwarding, a credential Apple
 /// ended, and the one deletion. Each is one transaction of the store's (``AccountChangeStore``) with its webhooks, its
 /// audit record and its inbox mark; each may carry a ``ChangeCondition`` that the store checks in the change's own
-/// statement. The coordinator (``Accounts``), the notification handler and the validation handler all change accounts
+/// statement. The coordinator (``AccountDesk``), the notification handler and the validation handler all change accounts
 /// here.
 public struct AccountChanges: Sendable {
     /// What became of a deletion.
@@ -78,7 +78,7 @@ public struct AccountChanges: Sendable {
     /// the account still meets `condition` when the change commits.
     public func revokeCredential(
         accountID: String,
-        reason: String,
+        reason: CredentialRevocationReason,
         completesNotification: String?,
         condition: ChangeCondition?,
         at now: Date
@@ -87,7 +87,7 @@ public struct AccountChanges: Sendable {
             AccountChange(
                 accountID: accountID,
                 action: .revokeCredential,
-                webhooks: webhooks.deliveries(.credentialRevoked, accountID: accountID, at: now, reason: reason),
+                webhooks: webhooks.deliveries(.credentialRevoked, accountID: accountID, at: now, reason: reason.rawValue),
                 history: revocationEvents(accountID: accountID, reason: reason, at: now),
                 completesNotification: completesNotification,
                 condition: condition,
@@ -103,10 +103,16 @@ public struct AccountChanges: Sendable {
 
     /// `credential_revoked`; for Apple's `invalid_grant` at a validation, the verdict first (a millisecond earlier, so
     /// that the history reads in the order things happened).
-    private func revocationEvents(accountID: String, reason: String, at now: Date) -> [HistoryEvent] {
-        let revoked = HistoryEvent(id: random.id("evt_"), accountID: accountID, kind: .credentialRevoked, occurredAt: now, reason: reason)
-        guard reason == "invalid_grant" else { return [revoked] }
-        return [.validation(accountID: accountID, reason: reason, at: now.addingTimeInterval(-0.001)), revoked]
+    private func revocationEvents(accountID: String, reason: CredentialRevocationReason, at now: Date) -> [HistoryEvent] {
+        let revoked = HistoryEvent(
+            id: random.id("evt_"),
+            accountID: accountID,
+            kind: .credentialRevoked,
+            occurredAt: now,
+            reason: reason.rawValue
+        )
+        guard reason == .invalidGrant else { return [revoked] }
+        return [.validation(accountID: accountID, reason: reason.rawValue, at: now.addingTimeInterval(-0.001)), revoked]
     }
 
     /// Applies a change that calls nobody, and wakes the webhook worker when it wrote webhooks.

@@ -2,7 +2,7 @@ import AppleID
 import Foundation
 
 /// An account's sessions, one per device: listing them, ending one from another device, ending all others.
-extension Accounts {
+extension AccountDesk {
     /// The live sessions of the account behind `token`, newest first, with the asking one marked ``DeviceSession/current``.
     public func deviceSessions(token: String) async throws(AccountsError) -> [DeviceSession] {
         let (caller, account) = try await liveSession(token: token)

@@ -100,7 +100,7 @@ public struct RefreshValidationHandler: JobHandler {
             // Only if the token Apple refused is still the one held: a sign-in may have stored a new grant's meanwhile.
             let outcome = try await changes.revokeCredential(
                 accountID: account.id,
-                reason: "invalid_grant",
+                reason: .invalidGrant,
                 completesNotification: nil,
                 condition: .refreshToken(account.sealedRefreshToken),
                 at: now

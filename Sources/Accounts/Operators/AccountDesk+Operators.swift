@@ -2,7 +2,7 @@ import AppleID
 import Foundation
 
 /// What an operator does to one account, through the same operations as the user's own routes.
-extension Accounts {
+extension AccountDesk {
     /// Ends every live session of the account, as an operator: each is refused on every replica at its next request
     /// (`session_revoked`, reason `signed_out`) and leaves a `signed_out` event with reason `operator`.
     ///

@@ -1,7 +1,7 @@
 import AppleID
 import Foundation
 
-extension Accounts {
+extension AccountDesk {
     /// The most events a page holds, and how many a page holds unless asked otherwise.
     public static let historyPageLimit = 1...100
     /// A page's size unless asked otherwise.

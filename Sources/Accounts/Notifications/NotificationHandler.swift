@@ -84,39 +84,20 @@ public struct NotificationHandler: JobHandler {
         into outcomes: inout [JobOutcome<InboxOutcome>?],
         logger: Logger
     ) async {
-        var events: [(index: Int, event: AppleNotificationEvent, candidates: [String])] = []
-        for index in indices {
-            let entry = entries[index]
-            guard let sealed = entry.sealedEvent else {
-                outcomes[index] = .done("no_event")
-                continue
-            }
-            guard let json = try? vault.open(sealed, context: SealingContext.notification(entry.jti)),
-                let event = try? JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
-            else { continue }
-            events.append((index, event, vault.subjectHashCandidates(event.sub)))
-        }
-        guard !events.isEmpty,
-            let found = try? await accounts.accounts(subjectHashes: events.flatMap(\.candidates))
-        else { return }
-        let bySubjectHash = Dictionary(found.map { ($0.subjectHash, $0) }, uniquingKeysWith: { first, _ in first })
+        guard !indices.isEmpty, let readings = try? await read(indices.map { entries[$0] }, logger: logger) else { return }
         var changing: [(index: Int, type: AppleNotificationType)] = []
         var batch: [(accountID: String, forwarding: EmailForwarding, completesNotification: String, condition: ChangeCondition)] = []
-        for (index, event, candidates) in events {
-            let entry = entries[index]
-            guard let account = candidates.lazy.compactMap({ bySubjectHash[$0] }).first else {
-                logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
-                outcomes[index] = .done("unknown_subject")
+        for (index, reading) in zip(indices, readings) {
+            switch reading {
+            case .failure:
+                // Left to the one-by-one path, which retries it with its own backoff.
                 continue
-            }
-            switch Self.decide(event, about: account, policy: policy) {
-            case .ignore(let why):
-                logIgnored(why, entry, event, logger: logger)
-                outcomes[index] = .done(InboxOutcome(why, accountID: account.id))
-            case .setEmailForwarding(let forwarding, let condition):
+            case .success(.recorded(let outcome)):
+                outcomes[index] = .done(outcome)
+            case .success(.decided(let event, let account, .setEmailForwarding(let forwarding, let condition))):
                 changing.append((index, event.type))
-                batch.append((account.id, forwarding, entry.jti, condition))
-            case .revokeCredential, .delete:
+                batch.append((account.id, forwarding, entries[index].jti, condition))
+            case .success(.decided):
                 continue
             }
         }
@@ -131,6 +112,54 @@ public struct NotificationHandler: JobHandler {
             // Each is tried again one by one, with its own retry.
             logger.warning("a batch of notifications could not be recorded together", metadata: ["error": "\(error)"])
         }
+    }
+
+    /// A notification read and decided.
+    enum Reading {
+        /// Nothing to act on: recorded with this outcome (no event stored, an unknown subject, or the decision ignores it).
+        case recorded(InboxOutcome)
+        /// To act on: the decision about this account.
+        case decided(AppleNotificationEvent, AccountRecord, Decision)
+    }
+
+    /// The one step both paths take: opens each entry's event, finds every account they are about in one read, and
+    /// decides. An event that cannot be opened or decoded fails in its own place; a store that cannot be read throws.
+    private func read(_ entries: [InboxEntry], logger: Logger) async throws -> [Result<Reading, any Error>] {
+        var readings: [Result<Reading, any Error>] = []
+        var events: [(position: Int, event: AppleNotificationEvent, candidates: [String])] = []
+        for entry in entries {
+            guard let sealed = entry.sealedEvent else {
+                readings.append(.success(.recorded("no_event")))
+                continue
+            }
+            do {
+                let json = try vault.open(sealed, context: SealingContext.notification(entry.jti))
+                let event = try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
+                events.append((readings.count, event, vault.subjectHashCandidates(event.sub)))
+                readings.append(.success(.recorded("no_event")))  // decided below
+            } catch {
+                readings.append(.failure(error))
+            }
+        }
+        guard !events.isEmpty else { return readings }
+        let found = try await accounts.accounts(subjectHashes: events.flatMap(\.candidates))
+        let bySubjectHash = Dictionary(found.map { ($0.subjectHash, $0) }, uniquingKeysWith: { first, _ in first })
+        for (position, event, candidates) in events {
+            let entry = entries[position]
+            guard let account = candidates.lazy.compactMap({ bySubjectHash[$0] }).first else {
+                logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
+                readings[position] = .success(.recorded("unknown_subject"))
+                continue
+            }
+            let decision = Self.decide(event, about: account, policy: policy)
+            if case .ignore(let why) = decision {
+                logIgnored(why, entry, event, logger: logger)
+                readings[position] = .success(.recorded(InboxOutcome(why, accountID: account.id)))
+            } else {
+                readings[position] = .success(.decided(event, account, decision))
+            }
+        }
+        return readings
     }
 
     /// Acts on one notification; a failure is retried with backoff.
@@ -157,18 +186,16 @@ public struct NotificationHandler: JobHandler {
     /// Acts on the notification; returns the inbox outcome to record.
     private func process(_ entry: InboxEntry, logger: Logger) async throws -> InboxOutcome {
         let now = clock.now()
-        guard let sealed = entry.sealedEvent else { return "no_event" }
-        let json = try vault.open(sealed, context: SealingContext.notification(entry.jti))
-        let event = try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
-        guard let account = try await accounts.account(subjectHashes: vault.subjectHashCandidates(event.sub)) else {
-            logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
-            return "unknown_subject"
+        guard let reading = try await read([entry], logger: logger).first else { return "no_event" }
+        let (event, account, decision): (AppleNotificationEvent, AccountRecord, Decision)
+        switch try reading.get() {
+        case .recorded(let outcome): return outcome
+        case .decided(let read, let found, let decided): (event, account, decision) = (read, found, decided)
         }
-        let decision = Self.decide(event, about: account, policy: policy)
         let outcome: AccountChangeOutcome
         switch decision {
         case .ignore(let why):
-            logIgnored(why, entry, event, logger: logger)
+            // The reading records what the decision ignores; kept for the switch's sake.
             return InboxOutcome(why, accountID: account.id)
         case .setEmailForwarding(let forwarding, let condition):
             outcome = try await changes.setEmailForwarding(
@@ -181,7 +208,7 @@ public struct NotificationHandler: JobHandler {
         case .revokeCredential(let condition):
             outcome = try await changes.revokeCredential(
                 accountID: account.id,
-                reason: "consent_revoked",
+                reason: .consentRevoked,
                 completesNotification: entry.jti,
                 condition: condition,
                 at: now

@@ -3,7 +3,7 @@ import Foundation
 public import Logging
 import Metrics
 
-extension Accounts {
+extension AccountDesk {
     /// Signs a user in with what Apple gave the app: verifies the identity token and the nonce, exchanges the
     /// authorization code, creates or finds the account, stores Apple's tokens sealed, and starts a session.
     ///

@@ -8,7 +8,7 @@ public import Metrics
 /// an operator asks for. Everything else is a part of its own: account changes (``AccountChanges``), Apple's
 /// notifications (``NotificationReceiver``, ``NotificationHandler``), refresh validation, revocations, app transfer
 /// (``AppTransfer``). The HTTP routes, the CLI and the jobs call these; none re-implements them.
-public final class Accounts: Sendable {
+public final class AccountDesk: Sendable {
     let store: any AccountStore
     let changes: AccountChanges
     let vault: TokenVault

@@ -1,6 +1,6 @@
 public import Logging
 
-extension Accounts {
+extension AccountDesk {
     /// Deletes the account behind a session (`DELETE /v1/account`).
     public func deleteAccount(sessionToken: String, logger: Logger) async throws(AccountsError) -> DeletionResult {
         let (_, account) = try await liveSession(token: sessionToken)
