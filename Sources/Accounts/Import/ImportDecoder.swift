@@ -11,12 +11,11 @@ public struct ImportRecordProblem: Error, Sendable, Equatable {
 /// and its ways of writing dates and booleans. Used on one task at a time (it keeps its date formatters).
 public final class ImportDecoder {
     private let decoder = JSONDecoder()
-    private let rfc3339 = ISO8601DateFormatter()
-    private let rfc3339WithFraction: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
+    // Foundation's format styles parse in Swift; `ISO8601DateFormatter` went through ICU for every date, which was 29 %
+    // of an import's CPU (`perf record` of `orchard accounts import` of 60,000 lines; Benchmarks/README.md, "Importing
+    // accounts beside serve").
+    private let rfc3339 = Date.ISO8601FormatStyle()
+    private let rfc3339WithFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
     /// JavaScript's `toUTCString()`, as Firebase's `metadata.creationTime` writes it: `Tue, 10 Jan 2023 10:00:00 GMT`.
     private let utcString: DateFormatter = {
         let formatter = DateFormatter()
@@ -345,6 +344,6 @@ public final class ImportDecoder {
                 normalized.replaceSubrange(digits.index(digits.startIndex, offsetBy: 3)..<digits.endIndex, with: "")
             }
         }
-        return rfc3339WithFraction.date(from: normalized) ?? rfc3339.date(from: normalized)
+        return (try? rfc3339WithFraction.parse(normalized)) ?? (try? rfc3339.parse(normalized))
     }
 }
