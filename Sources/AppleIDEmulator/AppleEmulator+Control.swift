@@ -33,6 +33,17 @@ extension AppleEmulator {
         state.withLock { $0.latency = max(.zero, latency) }
     }
 
+    /// Holds every call that `matches`, once logged, until ``releaseHeldCalls()``: a test that needs something to
+    /// happen while a call is at Apple holds it there for as long as that takes, instead of a latency it guesses.
+    public func holdCalls(where matches: @escaping @Sendable (EmulatorCall) -> Bool) {
+        state.withLock { $0.heldCalls = matches }
+    }
+
+    /// Lets every held call go on (and holds no more).
+    public func releaseHeldCalls() {
+        state.withLock { $0.heldCalls = nil }
+    }
+
     /// The delay before Apple's endpoints answer.
     public var latency: Duration {
         state.withLock { $0.latency }

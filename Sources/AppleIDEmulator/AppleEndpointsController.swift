@@ -113,6 +113,14 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
         if latency > .zero {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: latency) }
         }
+        while emulator.state.withLock({ $0.heldCalls?(call) ?? false }) {
+            // Until the test releases it, or the emulator shuts down.
+            do {
+                try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(10)) }
+            } catch {
+                break
+            }
+        }
         let result: AppleAnswer
         switch emulator.state.withLock({ $0.failures.take(for: endpoint) }) {
         case .status(let status):

@@ -46,6 +46,8 @@ struct EmulatorState: Sendable {
     var signingKeys: [EmulatorSigningKey]
     /// Delay before Apple's endpoints answer.
     var latency: Duration
+    /// Which calls are held at Apple until a test releases them (``AppleEmulator/holdCalls(where:)``).
+    var heldCalls: (@Sendable (EmulatorCall) -> Bool)?
     /// Where notifications go.
     var notifyURL: String?
     /// Users by subject, as last authorized.

@@ -215,16 +215,20 @@ struct DeletionTests {
             let user = h.emulator.makeUser()
             let token = try await h.signUp(user)
             let before = Set(h.emulator.issuedTokens(sub: user.sub))
-            // Apple takes 2 s to answer: the deletion commits while the second sign-in's code exchange is under way.
-            h.emulator.setLatency(.seconds(2))
+            // The second sign-in's code exchange is held at Apple until the deletion has committed, however long that
+            // takes on this machine; the deletion's revocation is held too, so that Apple still honours the code.
+            h.emulator.holdCalls { $0.grantType == "authorization_code" || $0.endpoint == .revoke }
             async let racing = h.signIn(user)
             #expect(await eventually { h.emulator.calls(to: .token).count == 2 })
-            let deleted = try await h.request(.DELETE, "/v1/account", bearer: token)
-            #expect(deleted.status == 200)
+            async let deletion = h.request(.DELETE, "/v1/account", bearer: token)
+            #expect(await eventually { (try? await h.accounts.listAccounts().isEmpty) == true }, "the deletion did not commit")
+            h.emulator.holdCalls { $0.endpoint == .revoke }
 
             let refused = try await racing.response
             #expect(refused.status == 401)
             #expect(refused.code == "authorization_code_rejected")
+            h.emulator.releaseHeldCalls()
+            #expect(try await deletion.status == 200)
             #expect(try await h.accounts.listAccounts().isEmpty)
             // Only the deleted account's own session row is left (ended, for session_revoked account_deleted).
             #expect(try await h.database.count("SELECT COUNT(*) AS n FROM sessions") == 1)

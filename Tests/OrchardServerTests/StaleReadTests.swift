@@ -92,12 +92,12 @@ struct StaleReadTests {
             let user = h.emulator.makeUser()
             _ = try await h.signUp(user)
             _ = h.emulator.revokeGrant(sub: user.sub)
-            // The validation's call to Apple waits while the user signs in again.
-            h.emulator.setLatency(.seconds(3))
+            // The validation's call is held at Apple until the user has signed in again, however long that takes.
+            h.emulator.holdCalls { $0.grantType == "refresh_token" }
             h.clock.advance(by: RefreshValidationTests.pastDue)
             #expect(await eventually { RefreshValidationTests.refreshCalls(h).count == 1 })
-            h.emulator.setLatency(.zero)
             let token = try await h.signUp(user)
+            h.emulator.releaseHeldCalls()
             #expect(await eventually { h.counted("orchard_refresh_validations_total", [("outcome", "invalid_grant")]) == 1 })
             let session = try await h.request(.GET, "/v1/session", bearer: token)
             #expect(session.status == 200, "the new grant's session was ended by a verdict on the old token")

@@ -128,7 +128,10 @@ struct SessionCoherenceTests {
             let (first, second) = pair.stores
             try await Self.signIn(first, account: "acct_1", tokens: ["t1"])
             #expect(await Self.warm(second, pair.second, "t1"))
-            // A replica that registered and then stopped: its lease runs 1.5 s more.
+            // A replica that registered and then stopped: its lease runs 1.5 s more, counted from the INSERT, which
+            // begins after `leaseBegan` (so a correct wait is never shorter than 1.5 s from there, however late this
+            // task is resumed).
+            let leaseBegan = ContinuousClock.now
             try await pair.database.client.withDatabase { db in
                 try await db.raw(
                     """
@@ -139,8 +142,9 @@ struct SessionCoherenceTests {
             }
             let started = ContinuousClock.now
             #expect(try await first.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: Date()))
-            let took = ContinuousClock.now - started
-            #expect(took > .milliseconds(1_000), "the change did not wait for the silent replica's lease: \(took)")
+            let ended = ContinuousClock.now
+            let took = ended - started
+            #expect(ended - leaseBegan >= .milliseconds(1_500), "the change did not wait for the silent replica's lease: \(ended - leaseBegan)")
             #expect(took < .seconds(4), "the change waited past the lease: \(took)")
             #expect(try await second.checkSession(tokenHash: "t1")?.session.endReason == .signedOut)
         }

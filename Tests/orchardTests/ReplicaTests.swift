@@ -123,13 +123,19 @@ struct ReplicaTests {
                 users.append(user)
                 _ = try await pair.client(index % 2).signIn(user, clientID: "com.example.orchard.app")
             }
-            try await Task.sleep(for: .seconds(9))
-            let validations = pair.setup.emulator.calls(to: .token).filter { $0.grantType == "refresh_token" && $0.status == 200 }
-            #expect(validations.count >= users.count)
-            for user in users {
-                let mine = Set(pair.setup.emulator.issuedTokens(sub: user.sub))
-                let times = validations.filter { mine.contains($0.refreshToken ?? "") }.map(\.time).sorted()
-                #expect(!times.isEmpty)
+            // Waits for a state, not a time: every user validated three times (so each has two spacings to check),
+            // however slowly the job passes run on this machine.
+            let signedUp = users
+            func validationTimes() -> [[Date]] {
+                let validations = pair.setup.emulator.calls(to: .token).filter { $0.grantType == "refresh_token" && $0.status == 200 }
+                return signedUp.map { user in
+                    let mine = Set(pair.setup.emulator.issuedTokens(sub: user.sub))
+                    return validations.filter { mine.contains($0.refreshToken ?? "") }.map(\.time).sorted()
+                }
+            }
+            let validatedThrice = await eventually(timeout: 60) { validationTimes().allSatisfy { $0.count >= 3 } }
+            #expect(validatedThrice, "\(validationTimes().map(\.count))")
+            for times in validationTimes() {
                 for (earlier, later) in zip(times, times.dropFirst()) {
                     #expect(later.timeIntervalSince(earlier) >= 1.9, "validated twice within an interval")
                 }
