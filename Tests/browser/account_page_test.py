@@ -31,7 +31,6 @@ import os
 import queue
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,30 +39,12 @@ import time
 import urllib.error
 import urllib.request
 
-SKIPPED = 77
-CHROMEDRIVER = "/usr/bin/chromedriver"
+from browser_support import find_browser, free_port, make_driver, missing_browser
+
 WEB_CLIENT_ID = "com.example.orchard.web"
 CLIENT_IDS = "com.example.orchard.app," + WEB_CLIENT_ID
 
 
-def find_browser():
-    """The Chromium binary, chromedriver and selenium, or the reason one is missing."""
-    binary = next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
-    if binary is None:
-        return None, "no chromium on PATH (Debian package 'chromium')"
-    if not os.access(CHROMEDRIVER, os.X_OK):
-        return None, f"no {CHROMEDRIVER} (Debian package 'chromium-driver')"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return None, "the Python package 'selenium' is not installed (pip install selenium)"
-    return binary, None
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Servers:
@@ -468,22 +449,6 @@ def flow_login_csrf(c, binary):
         attacker.quit()
 
 
-def make_driver(binary, javascript=True):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = binary
-    for argument in ("--headless=new", "--disable-dev-shm-usage", "--window-size=1000,760", "--lang=en-US"):
-        options.add_argument(argument)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        options.add_argument("--no-sandbox")  # Chromium refuses to run as root with its sandbox
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    if not javascript:
-        options.add_experimental_option("prefs", {"profile.managed_default_content_settings.javascript": 2})
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -494,13 +459,7 @@ def main():
 
     binary, missing = find_browser()
     if missing:
-        if os.environ.get("CI") == "true":
-            print(f"FAIL: the browser suite must run under CI=true, but {missing}. Run scripts/ci-setup.", flush=True)
-            return 1
-        print("\n" + "!" * 100 + f"\n!!! BROWSER TESTS SKIPPED: {missing}.\n"
-              "!!! Install them with scripts/ci-setup (Debian chromium + chromium-driver, PyPI selenium).\n"
-              + "!" * 100 + "\n", flush=True)
-        return SKIPPED
+        return missing_browser("the browser suite", missing)
 
     os.makedirs(args.out, exist_ok=True)
     orchard_bin = os.path.abspath(args.orchard)

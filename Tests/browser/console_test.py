@@ -38,7 +38,6 @@ import os
 import queue
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -48,8 +47,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-SKIPPED = 77
-CHROMEDRIVER = "/usr/bin/chromedriver"
+from browser_support import find_browser, free_port, make_driver, missing_browser
+
 CLIENT_ID = "com.example.orchard.app"
 TEAM_ID = "CONSOLE001"
 OPERATOR = "console-ops"
@@ -58,24 +57,6 @@ PHONE = (390, 844)
 HOSTILE_LABEL = '<b id="injected">Eve</b>'
 
 
-def find_browser():
-    """The Chromium binary, chromedriver and selenium, or the reason one is missing."""
-    binary = next((shutil.which(name) for name in ("chromium", "chromium-browser") if shutil.which(name)), None)
-    if binary is None:
-        return None, "no chromium on PATH (Debian package 'chromium')"
-    if not os.access(CHROMEDRIVER, os.X_OK):
-        return None, f"no {CHROMEDRIVER} (Debian package 'chromium-driver')"
-    try:
-        import selenium  # noqa: F401
-    except ImportError:
-        return None, "the Python package 'selenium' is not installed (pip install selenium)"
-    return binary, None
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class WebhookReceiver:
@@ -737,21 +718,6 @@ def run(c):
     c.no_console_errors(expected=[(s.console + "/admin/login", 401), (s.console + "/admin/accounts/" + ada_id, 404)])
 
 
-def make_driver(binary):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.options import Options
-    from selenium.webdriver.chrome.service import Service
-
-    options = Options()
-    options.binary_location = binary
-    for argument in ("--headless=new", "--disable-dev-shm-usage", f"--window-size={DESKTOP[0]},{DESKTOP[1]}",
-                     "--lang=en-US"):
-        options.add_argument(argument)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        options.add_argument("--no-sandbox")  # Chromium refuses to run as root with its sandbox
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -762,14 +728,7 @@ def main():
 
     binary, missing = find_browser()
     if missing:
-        if os.environ.get("CI") == "true":
-            print(f"FAIL: the console browser suite must run under CI=true, but {missing}. Run scripts/ci-setup.",
-                  flush=True)
-            return 1
-        print("\n" + "!" * 100 + f"\n!!! CONSOLE BROWSER TESTS SKIPPED: {missing}.\n"
-              "!!! Install them with scripts/ci-setup (Debian chromium + chromium-driver, PyPI selenium).\n"
-              + "!" * 100 + "\n", flush=True)
-        return SKIPPED
+        return missing_browser("the console browser suite", missing)
 
     os.makedirs(args.out, exist_ok=True)
     orchard_bin = os.path.abspath(args.orchard)
@@ -781,7 +740,7 @@ def main():
     try:
         print(f"Orchard at {servers.orchard}, its console at {servers.console}, webhooks to {servers.receiver.url}",
               flush=True)
-        driver = make_driver(binary)
+        driver = make_driver(binary, window=DESKTOP)
         check = Check(driver, servers, args.out)
         try:
             run(check)

@@ -11,59 +11,7 @@ import Testing
 @Suite("Importing accounts from Firebase, Supabase, Auth0 and Orchard's JSON Lines")
 struct AccountImportTests {
     /// An installation on the selected backend, and a folder for the exports.
-    struct Setup {
-        let base: ServeProcessTests.Setup
-        let database: TestDatabase?
-        let environment: [String: String]
-
-        static func start() async throws -> Setup {
-            let base = try await ServeProcessTests.Setup.start()
-            let database = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
-            var environment = base.environment
-            if let database, case .postgres(let url) = database.url { environment["ORCHARD_DATABASE_URL"] = url }
-            return Setup(base: base, database: database, environment: environment)
-        }
-
-        /// Writes `text` to a file of the folder and returns its path.
-        func file(_ name: String, _ text: String) throws -> String {
-            let path = base.directory.file(name)
-            try text.write(toFile: path, atomically: true, encoding: .utf8)
-            return path
-        }
-
-        func run(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> OrchardProcess.Result {
-            try await OrchardProcess.runInBackground(arguments, environment: environment.merging(extra) { $1 }, timeout: 300)
-        }
-
-        /// `orchard accounts show ID` as a dictionary of its lines.
-        func show(_ id: String) async throws -> [String: String] {
-            let shown = try await run(["accounts", "show", id])
-            #expect(shown.status == 0, "accounts show \(id): \(shown.standardError)")
-            return Dictionary(
-                shown.standardOutput.split(separator: "\n").compactMap { line in
-                    line.firstIndex(of: ":").map { (String(line[..<$0]), line[line.index($0, offsetBy: 2)...].trimmingCharacters(in: .whitespaces)) }
-                },
-                uniquingKeysWith: { first, _ in first }
-            )
-        }
-
-        /// The closing counts of an import's output (`name: N` lines).
-        static func counts(_ output: String) -> [String: Int] {
-            Dictionary(
-                output.split(separator: "\n").compactMap { line -> (String, Int)? in
-                    let parts = line.split(separator: ":", maxSplits: 1)
-                    guard parts.count == 2, let count = Int(parts[1].trimmingCharacters(in: .whitespaces)) else { return nil }
-                    return (String(parts[0]), count)
-                },
-                uniquingKeysWith: { first, _ in first }
-            )
-        }
-
-        func stop() async {
-            await database?.remove()
-            await base.stop()
-        }
-    }
+    typealias Setup = InstallationOnBackend
 
     /// A user the emulator knows, as the source holds them.
     struct SourceUser {
@@ -520,5 +468,39 @@ enum AccessTokenClaims {
         var text = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         text += String(repeating: "=", count: (4 - text.count % 4) % 4)
         return (Data(base64Encoded: text).flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }) ?? [:]
+    }
+}
+
+/// What the import tests ask of an installation.
+extension InstallationOnBackend {
+    /// Writes `text` to a file of the folder and returns its path.
+    func file(_ name: String, _ text: String) throws -> String {
+        let path = base.directory.file(name)
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    /// `orchard accounts show ID` as a dictionary of its lines.
+    func show(_ id: String) async throws -> [String: String] {
+        let shown = try await run(["accounts", "show", id])
+        #expect(shown.status == 0, "accounts show \(id): \(shown.standardError)")
+        return Dictionary(
+            shown.standardOutput.split(separator: "\n").compactMap { line in
+                line.firstIndex(of: ":").map { (String(line[..<$0]), line[line.index($0, offsetBy: 2)...].trimmingCharacters(in: .whitespaces)) }
+            },
+            uniquingKeysWith: { first, _ in first }
+        )
+    }
+
+    /// The closing counts of an import's output (`name: N` lines).
+    static func counts(_ output: String) -> [String: Int] {
+        Dictionary(
+            output.split(separator: "\n").compactMap { line -> (String, Int)? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                guard parts.count == 2, let count = Int(parts[1].trimmingCharacters(in: .whitespaces)) else { return nil }
+                return (String(parts[0]), count)
+            },
+            uniquingKeysWith: { first, _ in first }
+        )
     }
 }

@@ -10,37 +10,7 @@ import Testing
 /// PostgreSQL, as replicas).
 @Suite("The operators' commands")
 struct OperatorCommandTests {
-    struct Setup {
-        let base: ServeProcessTests.Setup
-        let database: TestDatabase?
-        let environment: [String: String]
-
-        static func start() async throws -> Setup {
-            let base = try await ServeProcessTests.Setup.start()
-            let database = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
-            var environment = base.environment
-            if let database, case .postgres(let url) = database.url { environment["ORCHARD_DATABASE_URL"] = url }
-            return Setup(base: base, database: database, environment: environment)
-        }
-
-        func run(_ arguments: [String]) async throws -> OrchardProcess.Result {
-            try await OrchardProcess.runInBackground(arguments, environment: environment, timeout: 120)
-        }
-
-        /// `serve` with its operator listener on a port of its own; returns the process and that listener's base URL.
-        func serve() async throws -> (ServeProcess, String) {
-            let port = try await ServeProcess.freePort()
-            var environment = environment
-            environment["ORCHARD_ADMIN_PORT"] = String(port)
-            let serve = try await ServeProcess.start(environment: environment, logDirectory: base.directory.path, http: base.http)
-            return (serve, "http://127.0.0.1:\(port)")
-        }
-
-        func stop() async {
-            await database?.remove()
-            await base.stop()
-        }
-    }
+    typealias Setup = InstallationOnBackend
 
     @Test("add prints a token once and stores its hash; list never shows one; remove refuses it at once on every replica")
     func addListRemove() async throws {
@@ -111,5 +81,17 @@ struct OperatorCommandTests {
         #expect(rows?.first?["duplicates"] as? Int == 1)
         #expect(try await setup.run(["notifications", "list", "--limit", "0"]).status == 1)
         _ = await serve.terminate()
+    }
+}
+
+/// What the operator tests ask of an installation.
+extension InstallationOnBackend {
+    /// `serve` with its operator listener on a port of its own; returns the process and that listener's base URL.
+    func serve() async throws -> (ServeProcess, String) {
+        let port = try await ServeProcess.freePort()
+        var environment = environment
+        environment["ORCHARD_ADMIN_PORT"] = String(port)
+        let serve = try await ServeProcess.start(environment: environment, logDirectory: base.directory.path, http: base.http)
+        return (serve, "http://127.0.0.1:\(port)")
     }
 }

@@ -3,6 +3,13 @@ import HTTPTypes
 import Hummingbird
 
 extension Request {
+    /// A page's query: `before` (the cursor the previous page answered) and `limit` (`defaultLimit` when absent). A limit
+    /// that is no number reads as 0, so that the lifecycle refuses it as out of range, with the range in its detail.
+    func pageQuery(defaultLimit: Int) -> (before: String?, limit: Int) {
+        let query = uri.queryParameters
+        return (query["before"].map(String.init), query["limit"].map { Int(String($0)) ?? 0 } ?? defaultLimit)
+    }
+
     /// One decoder for every request body (it keeps no state between calls).
     private static let bodyDecoder = JSONDecoder()
 

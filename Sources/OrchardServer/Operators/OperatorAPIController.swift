@@ -9,7 +9,7 @@ struct OperatorAPIController {
     typealias Context = OrchardRequestContext
 
     let desk: OperatorDesk
-    let accounts: Accounts
+    let accounts: AccountDesk
     let operators: Operators
     /// The configured teams, for each notification's `team_id`.
     let teams: [AppleTeam]
@@ -131,9 +131,8 @@ struct OperatorAPIController {
     }
 
     @Sendable func notifications(_ request: Request, context: Context) async throws -> NotificationsResponse {
-        let query = request.uri.queryParameters
-        let limit = query["limit"].map { Int(String($0)) ?? 0 } ?? 50
-        let page = try await desk.notifications(before: query["before"].map(String.init), limit: limit)
+        let (before, limit) = request.pageQuery(defaultLimit: 50)
+        let page = try await desk.notifications(before: before, limit: limit)
         return NotificationsResponse(notifications: page.items.map { NotificationDTO($0, teamID: teamID(of: $0.clientID)) }, next: page.next)
     }
 
@@ -152,9 +151,8 @@ struct OperatorAPIController {
     }
 
     @Sendable func audit(_ request: Request, context: Context) async throws -> AuditResponse {
-        let query = request.uri.queryParameters
-        let limit = query["limit"].map { Int(String($0)) ?? 0 } ?? 50
-        let page = try await operators.audit(before: query["before"].map(String.init), limit: limit)
+        let (before, limit) = request.pageQuery(defaultLimit: 50)
+        let page = try await operators.audit(before: before, limit: limit)
         return AuditResponse(entries: page.items.map(AuditEntryDTO.init), next: page.next)
     }
 

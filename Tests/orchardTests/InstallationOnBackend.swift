@@ -1,0 +1,31 @@
+import Foundation
+import OrchardTesting
+import Storage
+
+/// An installation for `orchard` commands and `serve` processes on the selected backend: the temporary folder, the
+/// emulator and the environment of ``ServeProcessTests/Setup``, with the database on PostgreSQL when
+/// `ORCHARD_TEST_DATABASE=postgres` (a database of its own, removed by ``stop()``), on SQLite in the folder otherwise.
+struct InstallationOnBackend {
+    let base: ServeProcessTests.Setup
+    let database: TestDatabase?
+    let environment: [String: String]
+
+    static func start() async throws -> InstallationOnBackend {
+        let base = try await ServeProcessTests.Setup.start()
+        let database = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
+        var environment = base.environment
+        if let database, case .postgres(let url) = database.url { environment["ORCHARD_DATABASE_URL"] = url }
+        return InstallationOnBackend(base: base, database: database, environment: environment)
+    }
+
+    /// Runs `orchard` with the installation's environment (and `extra` over it).
+    func run(_ arguments: [String], environment extra: [String: String] = [:]) async throws -> OrchardProcess.Result {
+        try await OrchardProcess.runInBackground(arguments, environment: environment.merging(extra) { $1 }, timeout: 300)
+    }
+
+    /// Removes the database and the folder, and stops the emulator.
+    func stop() async {
+        await database?.remove()
+        await base.stop()
+    }
+}
