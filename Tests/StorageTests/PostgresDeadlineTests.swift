@@ -3,6 +3,7 @@ import Logging
 import OrchardTesting
 import SQLKit
 import Storage
+import Synchronization
 import Testing
 
 /// The per-operation deadline on PostgreSQL ends a statement that runs too long (closing its connection), and the
@@ -84,22 +85,27 @@ struct PostgresDeadlineTests {
             // Another replica's migration holds the lock for 4 s, well past the 1 s an operation may take; it says when it
             // holds it.
             let (held, holding) = AsyncStream.makeStream(of: Void.self)
+            // The holder's last instant before its commit, which releases the lock: a migration that waited for the
+            // lock finishes after it, however late either task is resumed.
+            let releasing = Mutex<ContinuousClock.Instant?>(nil)
             let holder = Task {
                 defer { holding.finish() }
                 try await client.withoutDeadline.transaction { db in
                     try await db.raw("SELECT pg_advisory_xact_lock(7262634) AS locked").run()
                     holding.yield()
                     try await Task.sleep(for: .seconds(4))
+                    releasing.withLock { $0 = ContinuousClock.now }
                 }
             }
             defer { holder.cancel() }
             var signals = held.makeAsyncIterator()
             _ = await signals.next()
 
-            let started = ContinuousClock.now
             try await Migrator(database: client, logger: Logger(label: "test")).migrate()
-            #expect(ContinuousClock.now - started > .seconds(2), "the migration did not wait for the lock")
+            let migrated = ContinuousClock.now
             try await holder.value
+            let release = try #require(releasing.withLock { $0 })
+            #expect(migrated > release, "the migration finished before the other replica released its lock")
         }
     }
 }

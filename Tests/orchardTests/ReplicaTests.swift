@@ -220,15 +220,21 @@ extension ReplicaTests {
             let newKey = try #require(
                 rotated.standardOutput.split(separator: "\n").first { $0.hasPrefix("new_key: ") }?.split(separator: " ").dropFirst().first
             )
-            // "Within 10 s" counts from the rotation's commit, which is before `keys rotate` returned: a deadline set
-            // when it returned is, if anything, later than the rule's.
-            let rotatedBy = ContinuousClock.now + .seconds(10)
+            // "Within 10 s" counts from the rotation's commit: the new key's created_at, written just before it (a
+            // deadline taken when `keys rotate` returned would be later than the rule's, and let a late replica pass).
+            let created = try #require(
+                try await database.client.read("SELECT created_at FROM signing_keys WHERE id = \(bind: String(newKey))").first?
+                    .decode(column: "created_at", as: Int64.self)
+            )
+            let rotatedBy = Date(timeIntervalSince1970: Double(created) / 1000 + 10)
             for client in clients {
+                // Until the deadline a replica may still sign with the old key; a token minted after it may not.
+                _ = await eventually(timeout: max(0, rotatedBy.timeIntervalSinceNow)) {
+                    (try? await Self.signingKeyID(client, session)) == String(newKey)
+                }
                 #expect(
-                    await eventually(timeout: max(0, (rotatedBy - .now) / .seconds(1))) {
-                        (try? await Self.signingKeyID(client, session)) == String(newKey)
-                    },
-                    "a replica still signs with the old key 10 s after the rotation"
+                    (try? await Self.signingKeyID(client, session)) == String(newKey),
+                    "a replica still signs with the old key 10 s after the rotation's commit"
                 )
             }
             let listed = try await OrchardProcess.runInBackground(["keys", "list", "--json"], environment: environment)
