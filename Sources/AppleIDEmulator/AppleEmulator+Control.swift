@@ -33,8 +33,9 @@ extension AppleEmulator {
         state.withLock { $0.latency = max(.zero, latency) }
     }
 
-    /// Holds every call that `matches`, once logged, until ``releaseHeldCalls()``: a test that needs something to
-    /// happen while a call is at Apple holds it there for as long as that takes, instead of a latency it guesses.
+    /// Holds every call to Apple's token, revoke, keys and transfer endpoints that `matches`, once logged, until
+    /// ``releaseHeldCalls()``: a test that needs something to happen while a call is at Apple holds it there for as
+    /// long as that takes, instead of a latency it guesses. (`/auth/authorize`, the browser's page, is never held.)
     public func holdCalls(where matches: @escaping @Sendable (EmulatorCall) -> Bool) {
         state.withLock { $0.heldCalls = matches }
     }

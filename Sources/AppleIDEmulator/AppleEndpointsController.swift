@@ -113,12 +113,14 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
         if latency > .zero {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: latency) }
         }
-        while emulator.state.withLock({ $0.heldCalls?(call) ?? false }) {
-            // Until the test releases it, or the emulator shuts down.
+        // Held until the test releases it (the predicate is called outside the lock: it may read the emulator); a call
+        // still held when the emulator shuts down is answered 503, as an injected timeout is, and does nothing.
+        while let held = emulator.state.withLock({ $0.heldCalls }), held(call) {
             do {
                 try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(10)) }
             } catch {
-                break
+                emulator.state.withLock { $0.callLog.complete(sequence, status: 503, error: nil, detail: "held at shutdown") }
+                return AppleAnswer.empty(status: 503).response
             }
         }
         let result: AppleAnswer

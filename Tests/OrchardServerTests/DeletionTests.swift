@@ -211,7 +211,8 @@ struct DeletionTests {
 
     @Test("a sign-in that finds its account deleted meanwhile fails cleanly: no session, no account, Apple's new grant revoked")
     func signInRacingDeletion() async throws {
-        try await OrchardHarness.with { h in
+        // The deletion's revocation is held at Apple while the sign-in finishes: its wait must outlast that.
+        try await OrchardHarness.with(deadlines: Deadlines(revocationWait: .seconds(60))) { h in
             let user = h.emulator.makeUser()
             let token = try await h.signUp(user)
             let before = Set(h.emulator.issuedTokens(sub: user.sub))
@@ -228,7 +229,9 @@ struct DeletionTests {
             #expect(refused.status == 401)
             #expect(refused.code == "authorization_code_rejected")
             h.emulator.releaseHeldCalls()
-            #expect(try await deletion.status == 200)
+            let deleted = try await deletion
+            #expect(deleted.status == 200)
+            #expect(deleted["apple_revocation"] == "revoked")
             #expect(try await h.accounts.listAccounts().isEmpty)
             // Only the deleted account's own session row is left (ended, for session_revoked account_deleted).
             #expect(try await h.database.count("SELECT COUNT(*) AS n FROM sessions") == 1)

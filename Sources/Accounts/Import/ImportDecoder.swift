@@ -326,6 +326,14 @@ public final class ImportDecoder {
 
     private func internetDate(_ text: String) -> Date? {
         var normalized = text.trimmingCharacters(in: .whitespaces)
+        // RFC 3339 allows a lowercase t and z; the format style takes them uppercase.
+        if normalized.count > 10, normalized[normalized.index(normalized.startIndex, offsetBy: 10)] == "t" {
+            normalized.replaceSubrange(
+                normalized.index(normalized.startIndex, offsetBy: 10)...normalized.index(normalized.startIndex, offsetBy: 10),
+                with: "T"
+            )
+        }
+        if normalized.hasSuffix("z") { normalized = normalized.dropLast() + "Z" }
         // PostgreSQL's text: a space for the T, an offset of hours only, microseconds.
         if normalized.count > 10, normalized[normalized.index(normalized.startIndex, offsetBy: 10)] == " " {
             normalized.replaceSubrange(
@@ -344,6 +352,31 @@ public final class ImportDecoder {
                 normalized.replaceSubrange(digits.index(digits.startIndex, offsetBy: 3)..<digits.endIndex, with: "")
             }
         }
-        return (try? rfc3339WithFraction.parse(normalized)) ?? (try? rfc3339.parse(normalized))
+        guard let date = (try? rfc3339WithFraction.parse(normalized)) ?? (try? rfc3339.parse(normalized)) else { return nil }
+        // The format style moves impossible fields on (February 30 becomes March 1, 25:00 the next day's 01:00), where
+        // the formatter it replaced refused them: a date is taken only if it reads back as it was written.
+        return Self.readsBack(date, as: normalized) ? date : nil
+    }
+
+    /// Whether `date`, written in the offset `text` names, has the date and time `text` starts with
+    /// (`YYYY-MM-DDTHH:MM:SS`).
+    static func readsBack(_ date: Date, as text: String) -> Bool {
+        let written = Array(text.utf8)
+        guard written.count >= 20 else { return false }
+        var zone = written[19...].drop { $0 == UInt8(ascii: ".") || (0x30...0x39).contains($0) }
+        var offset = 0
+        if let sign = zone.first, sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") {
+            zone = zone.dropFirst()
+            let digits = zone.filter { $0 != UInt8(ascii: ":") }
+            guard digits.count == 4, digits.allSatisfy({ (0x30...0x39).contains($0) }) else { return false }
+            let value = digits.map { Int($0 - 0x30) }
+            offset = (value[0] * 10 + value[1]) * 3600 + (value[2] * 10 + value[3]) * 60
+            if sign == UInt8(ascii: "-") { offset = -offset }
+        }
+        // Whole seconds, so that a fraction is never rounded up into the next second.
+        let local = Date(timeIntervalSince1970: (date.timeIntervalSince1970 + Double(offset)).rounded(.down))
+        let shown = Array(Date.ISO8601FormatStyle().format(local).utf8.prefix(19))
+        let asWritten = written.prefix(19).map { $0 == UInt8(ascii: "t") ? UInt8(ascii: "T") : $0 }
+        return shown == asWritten
     }
 }
