@@ -77,7 +77,12 @@ struct HungDatabaseTests {
         // Before, ServiceGroup's cancellation limit ended serve with a crash (SIGILL and a backtrace) instead.
         #expect(status == 0, "\(stage.serve.logText)")
         #expect(!stage.serve.logText.contains("Fatal error"), "\(stage.serve.logText)")
-        #expect(stage.serve.logText.contains("shutdown did not finish in time"), "\(stage.serve.logText)")
+        // Either the hung work outlasted the grace and serve says so, or the pool's own shutdown failed the hung query
+        // and everything ended within the grace (the pool is a service of the group: which comes first is a race).
+        #expect(
+            stage.serve.logText.contains("shutdown did not finish in time") || took < .seconds(6),
+            "shutdown took \(took) without saying why: \(stage.serve.logText)"
+        )
         // The grace (1 s) and the 5 s given to cancelled work, with a wide margin for a loaded machine.
         #expect(took < .seconds(20), "shutdown took \(took)")
     }

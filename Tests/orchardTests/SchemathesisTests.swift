@@ -6,7 +6,7 @@ import Testing
 struct SchemathesisTests {
     @Test(
         "no 5xx, answers as documented, schema-valid requests accepted and invalid ones refused, on every operation",
-        .timeLimit(.minutes(5))
+        .timeLimit(.minutes(10))
     )
     func everyOperationAsDocumented() async throws {
         try await BrowserTests.runPythonSuite(
