@@ -76,6 +76,23 @@ public enum ChildProcess {
         forget(process)
     }
 
+    /// Interrupts `process` (SIGINT, as Ctrl-C would) and returns its exit status once it has exited, waiting on a thread
+    /// of its own: a graceful shutdown can take seconds, and a concurrency-pool thread blocked that long stalls every
+    /// other test of the process.
+    public static func interruptAndWait(_ process: Process) async -> Int32 {
+        let box = UncheckedProcess(process)
+        let status = await withCheckedContinuation { (continuation: CheckedContinuation<Int32, Never>) in
+            DispatchQueue.global().async {
+                let process = box.process
+                if process.isRunning { process.interrupt() }
+                process.waitUntilExit()
+                continuation.resume(returning: process.terminationStatus)
+            }
+        }
+        forget(process)
+        return status
+    }
+
     /// The same, for a `defer` or any other place that cannot wait: blocks the calling thread until the process exited.
     public static func endNow(_ process: Process, grace: TimeInterval = 5) {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }

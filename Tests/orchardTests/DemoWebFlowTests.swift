@@ -56,9 +56,7 @@ struct DemoWebFlowTests {
             #expect(page.status == 200)
             #expect(String(decoding: page.body, as: UTF8.self).contains("Jane Appleseed"))
         }
-        process.interrupt()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(await ChildProcess.interruptAndWait(process) == 0)
     }
 }
 
