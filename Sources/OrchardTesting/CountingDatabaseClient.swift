@@ -37,7 +37,7 @@ public final class CountingDatabaseClient: WrappingDatabaseClient {
     }
 
     /// Counts each statement `body` runs.
-    public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await base.withDatabase { try await body(self.recording($0)) }
     }
 
@@ -50,7 +50,7 @@ public final class CountingDatabaseClient: WrappingDatabaseClient {
     }
 
     /// Counts `BEGIN`, `COMMIT` and each statement `body` runs.
-    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         count(2)
         return try await base.transaction { try await body(self.recording($0)) }
     }

@@ -60,7 +60,7 @@ public final class GatedDatabaseClient: WrappingDatabaseClient {
     }
 
     /// Runs `body` on the wrapped database; while armed, a run that executed a matching statement is held after it.
-    public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         guard let predicate = state.withLock({ $0.predicate }) else { return try await base.withDatabase(body) }
         let matched = Mutex(false)
         let result = try await base.withDatabase { db in
@@ -94,7 +94,7 @@ public final class GatedDatabaseClient: WrappingDatabaseClient {
     }
 
     /// The wrapped database's transaction; while armed with ``armInTransaction(_:)``, held after a matching statement.
-    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         guard let predicate = state.withLock({ $0.inTransaction ? $0.predicate : nil }) else { return try await base.transaction(body) }
         return try await base.transaction { db in
             try await body(HoldingSQLDatabase(base: db) { sql in if predicate(sql) { await self.hold() } })

@@ -9,12 +9,12 @@ public protocol DatabaseClient: Sendable {
     /// Which SQL dialect the database speaks, for the few statements where the dialects differ.
     var flavor: DatabaseFlavor { get }
     /// Runs `body` on a connection outside any explicit transaction.
-    func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    func withDatabase<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T
     /// The rows of a `SELECT` outside any transaction: each backend's one read path (SQLite's reader connections on the
     /// calling thread; PostgreSQL's pool).
     func read(_ query: SQLQueryString) async throws -> [any SQLRow]
     /// Runs `body` in one transaction on one connection; commits when it returns, rolls back when it throws.
-    func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T
     /// The same database without the per-operation deadline an outage is answered by, for work that may rightly take
     /// long: the migrator's (an index built on a large table, a replica waiting for another's migration lock). The
     /// database itself when it has no deadline (SQLite).

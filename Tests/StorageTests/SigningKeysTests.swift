@@ -60,11 +60,11 @@ import Testing
         let base: any DatabaseClient
         let dying = Mutex(false)
         init(_ base: any DatabaseClient) { self.base = base }
-        func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        func withDatabase<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
             try await base.withDatabase(body)
         }
         func read(_ query: SQLQueryString) async throws -> [any SQLRow] { try await base.read(query) }
-        func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
             let dies = dying.withLock { $0 }
             return try await base.transaction { db in
                 let result = try await body(db)

@@ -20,45 +20,22 @@ extension PostgresDatabaseClient {
     /// never cancelled and can still answer. A waiting lease ends on cancellation; a query already sent does not (a
     /// server that stopped answering would hold the request for good), so the timer also closes the connection it runs
     /// on, which fails the query; the pool opens another. One lock orders the lease, the timer and the release (see
-    /// ``Attempt``). Not a task group racing the work against `Task.sleep`: that makes two child tasks per statement
-    /// and leaves a dispatch timer pending for the whole deadline after every one. `Benchmarks/run`'s PostgreSQL
-    /// figures guard this.
+    /// ``Attempt``). The caller is answered at the deadline whatever the work does then (``FirstOutcome``): a lease or
+    /// a query that did not end on its cancellation would otherwise hold the request for good. Not a task group racing
+    /// the work against `Task.sleep`: that makes two child tasks per statement and leaves a dispatch timer pending for
+    /// the whole deadline after every one. `Benchmarks/run`'s PostgreSQL figures guard this.
     func bounded<T: Sendable>(_ work: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let client = self.client
         guard let operationDeadline else {
             return try await Self.mappingUnavailability(expired: { false }, { try await client.withConnection(work) })
         }
         let attempt = Mutex(Attempt.waiting)
+        let outcome = FirstOutcome<T>()
         let task = Task {
-            try await client.withConnection { connection in
-                let granted = attempt.withLock { state in
-                    guard case .waiting = state else { return false }
-                    state = .leased(connection)
-                    return true
-                }
-                // A lease granted after the deadline: the work is not started on it.
-                guard granted else { throw Self.timedOut }
-                let result: Result<T, any Error>
-                do {
-                    result = .success(try await work(connection))
-                } catch {
-                    result = .failure(error)
-                }
-                let closing = attempt.withLock { state in
-                    guard case .closing = state else {
-                        state = .released
-                        return false
-                    }
-                    return true
-                }
-                // Handed back to the pool only once closed, so that the pool has dropped it: handed back while closing,
-                // it would go to the next request, which would fail on it. The same when the server closed it.
-                var failed: Bool {
-                    guard case .failure = result else { return false }
-                    return true
-                }
-                if closing || (failed && connection.isClosed) { try? await connection.closeFuture.get() }
-                return try result.get()
+            do {
+                outcome.settle(.success(try await Self.leased(client, attempt, work)))
+            } catch {
+                outcome.settle(.failure(error))
             }
         }
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: operationDeadline.timeAmount) {
@@ -78,16 +55,56 @@ extension PostgresDatabaseClient {
             // Still this attempt's: the task hands it back only after seeing `.closing`, and then only once closed.
             let closed: EventLoopFuture<Void>? = connection?.close()
             _ = closed
+            outcome.settle(.failure(Self.timedOut))
         }
         defer { timer.cancel() }
         let awaited: () async throws -> T = {
             try await withTaskCancellationHandler {
-                try await task.value
+                try await outcome.value()
             } onCancel: {
                 task.cancel()
             }
         }
         return try await Self.mappingUnavailability(expired: { attempt.withLock { $0.isExpired } }, awaited)
+    }
+
+    /// `work` on a connection of `client`'s pool, unless the deadline passed before the lease; the connection goes back
+    /// closed when the deadline closed it.
+    private static func leased<T: Sendable>(
+        _ client: PostgresClient,
+        _ attempt: borrowing Mutex<Attempt>,
+        _ work: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await client.withConnection { connection in
+            let granted = attempt.withLock { state in
+                guard case .waiting = state else { return false }
+                state = .leased(connection)
+                return true
+            }
+            // A lease granted after the deadline: the work is not started on it.
+            guard granted else { throw Self.timedOut }
+            let result: Result<T, any Error>
+            do {
+                result = .success(try await work(connection))
+            } catch {
+                result = .failure(error)
+            }
+            let closing = attempt.withLock { state in
+                guard case .closing = state else {
+                    state = .released
+                    return false
+                }
+                return true
+            }
+            // Handed back to the pool only once closed, so that the pool has dropped it: handed back while closing,
+            // it would go to the next request, which would fail on it. The same when the server closed it.
+            var failed: Bool {
+                guard case .failure = result else { return false }
+                return true
+            }
+            if closing || (failed && connection.isClosed) { try? await connection.closeFuture.get() }
+            return try result.get()
+        }
     }
 
     /// What an operation past its deadline answers.

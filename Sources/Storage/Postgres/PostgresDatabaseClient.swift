@@ -179,43 +179,39 @@ public struct PostgresDatabaseClient: DatabaseClient, CustomStringConvertible {
 
     /// Runs `body` on a pooled connection. Without a deadline, it runs in a transaction of its own, so that it too lifts
     /// the `statement_timeout` a role may set (see ``transaction(_:)``).
-    public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         if operationDeadline == nil { return try await transaction(body) }
-        // `bounded` waits for its task before returning, so `body` does not really escape.
-        return try await withoutActuallyEscaping(body) { body in
-            try await bounded { connection in
-                try await body(PreparedSQLDatabase(connection: connection, namesStatements: namesStatements))
-            }
+        // `body` escapes: past the deadline `bounded` answers while a lease or query that ignored its cancellation runs on.
+        return try await bounded { connection in
+            try await body(PreparedSQLDatabase(connection: connection, namesStatements: namesStatements))
         }
     }
 
     /// Runs `body` in one transaction on one pooled connection. Without a deadline, the transaction also lifts any
     /// `statement_timeout` the server sets for Orchard's role, which is meant for requests, not migrations.
-    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         let unbounded = operationDeadline == nil
-        return try await withoutActuallyEscaping(body) { body in
-            // PostgreSQL aborts one of two transactions that wait on each other's row locks (a deadlock, 40P01), or a
-            // serialization failure (40001), and asks for the transaction to be run again: it is, up to three times,
-            // after a few random milliseconds; past that the conflict is answered as the database being unavailable
-            // (503, try again), never as a fault (500).
-            var attempt = 1
-            while true {
-                do {
-                    return try await bounded { connection in
-                        try await PreparedSQLDatabase(connection: connection, namesStatements: namesStatements).inTransaction(begin: "BEGIN") { db in
-                            if unbounded { try await db.raw("SET LOCAL statement_timeout = 0").run() }
-                            return try await body(db)
-                        }
+        // PostgreSQL aborts one of two transactions that wait on each other's row locks (a deadlock, 40P01), or a
+        // serialization failure (40001), and asks for the transaction to be run again: it is, up to three times,
+        // after a few random milliseconds; past that the conflict is answered as the database being unavailable
+        // (503, try again), never as a fault (500).
+        var attempt = 1
+        while true {
+            do {
+                return try await bounded { connection in
+                    try await PreparedSQLDatabase(connection: connection, namesStatements: namesStatements).inTransaction(begin: "BEGIN") { db in
+                        if unbounded { try await db.raw("SET LOCAL statement_timeout = 0").run() }
+                        return try await body(db)
                     }
-                } catch let error as PSQLError where Self.isConflict(error) {
-                    guard attempt < 3 else {
-                        throw StoreError.unavailable(
-                            "PostgreSQL: concurrent transactions conflicted three times (\(error.serverInfo?[.sqlState] ?? ""))"
-                        )
-                    }
-                    attempt += 1
-                    try await Task.sleep(for: .milliseconds(Int.random(in: 5...50)))
                 }
+            } catch let error as PSQLError where Self.isConflict(error) {
+                guard attempt < 3 else {
+                    throw StoreError.unavailable(
+                        "PostgreSQL: concurrent transactions conflicted three times (\(error.serverInfo?[.sqlState] ?? ""))"
+                    )
+                }
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(Int.random(in: 5...50)))
             }
         }
     }

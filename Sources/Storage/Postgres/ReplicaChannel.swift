@@ -81,18 +81,27 @@ final class ReplicaChannel: Sendable {
         on database: any DatabaseClient,
         _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
-        let work = Task { try await self.unboundedEnding(target, on: database, change) }
+        // The caller is answered at the limit whatever the work does then (``FirstOutcome``).
+        let outcome = FirstOutcome<T>()
+        let work = Task {
+            do {
+                outcome.settle(.success(try await self.unboundedEnding(target, on: database, change)))
+            } catch {
+                outcome.settle(.failure(error))
+            }
+        }
         let expired = Atomic(false)
         let logger = self.logger
         let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: timings.changeLimit.timeAmount) {
             expired.store(true, ordering: .sequentiallyConsistent)
             logger.warning("a session change did not finish in time; cancelled")
             work.cancel()
+            outcome.settle(.failure(StoreError.unavailable("a session change did not finish in time")))
         }
         defer { timer.cancel() }
         do {
             return try await withTaskCancellationHandler {
-                try await work.value
+                try await outcome.value()
             } onCancel: {
                 work.cancel()
             }
@@ -170,9 +179,11 @@ final class ReplicaChannel: Sendable {
             endWait.recordNanoseconds(Int64((clock.now - announced).nanoseconds))
             let result: T
             do {
+                let clock = self.clock
+                let commitWithin = timings.commitWithin
                 result = try await database.transaction { db in
                     let result = try await change(db)
-                    guard clock.now - announced < timings.commitWithin else { throw LateCommit() }
+                    guard clock.now - announced < commitWithin else { throw LateCommit() }
                     return result
                 }
             } catch {

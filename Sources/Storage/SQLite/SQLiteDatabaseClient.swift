@@ -93,7 +93,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     public var withoutDeadline: any DatabaseClient { self }
 
     /// Runs `body` outside any transaction: its reads on reader connections, each write group-committed on its own.
-    public func withDatabase<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+    public func withDatabase<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
         try await body(database)
     }
 
@@ -111,10 +111,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private var database: GRDBSQLDatabase { GRDBSQLDatabase(route: .autocommit(reader, writer), logger: logger) }
 
     /// Runs `body` in an immediate transaction on the writer, committed together with the other transactions waiting.
-    public func transaction<T: Sendable>(_ body: @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
-        try await withoutActuallyEscaping(body) { body in
-            try await writer.transaction { try await body($0) }
-        }
+    public func transaction<T: Sendable>(_ body: @escaping @Sendable (any SQLDatabase) async throws -> T) async throws -> T {
+        try await writer.transaction { try await body($0) }
     }
 
     /// Copies the WAL into the main file and empties it, so nothing deleted lingers in the WAL.
