@@ -31,6 +31,10 @@ struct NotificationsCommand: AsyncParsableCommand {
         @Flag(help: "One JSON object: {\"notifications\": [NOTIFICATION]} as GET /admin/v1/notifications gives them.")
         var json = false
 
+        func validate() throws {
+            guard (1...100).contains(limit) else { throw ValidationError("--limit must be 1 to 100, not \(limit)") }
+        }
+
         func run() async throws {
             try await CommandSupport.withDatabase(label: "orchard.notifications") { configuration, database in
                 let store = database.store(logger: .init(label: "orchard.notifications"))

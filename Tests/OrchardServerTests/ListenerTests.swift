@@ -121,4 +121,25 @@ struct ListenerTests {
             }
         )
     }
+
+    @Test("ORCHARD_METRICS_PORT equal to ORCHARD_ADMIN_PORT: one private listener serves /metrics and the operator API")
+    func metricsOnTheAdminListener() async throws {
+        let port = try await ServeProcess.freePort()
+        try await OrchardHarness.with(
+            configure: {
+                $0.listener.metricsPort = port
+                $0.listener.adminPort = port
+            },
+            { h in
+                _ = try await h.request(.POST, "/v1/auth/apple/nonce")
+                #expect(try await h.request(.GET, "/metrics").code == "not_found")
+                let metrics = try await h.request(.GET, "http://127.0.0.1:\(port)/metrics")
+                #expect(metrics.status == 200)
+                #expect(String(decoding: metrics.body, as: UTF8.self).contains("orchard_"))
+                // The operator routes are there too, and still want an operator.
+                #expect(try await h.request(.GET, "http://127.0.0.1:\(port)/admin/v1/delivery").code == "operator_unauthorized")
+                #expect(try await h.request(.GET, "http://127.0.0.1:\(port)/admin").status == 200)
+            }
+        )
+    }
 }

@@ -177,6 +177,25 @@ struct OperatorTests {
             #expect(Set(sessions.compactMap { $0["device"] as? String }) == ["Ada's <b>iPhone</b>", "Laptop"])
             #expect((page.json["events"] as? [[String: Any]])?.count == 2)
             #expect(page.json["transfer"] == nil)
+            // An account on its way to another team (TN3159) shows where its transfer stands, in the API and the console.
+            let at = Int64(admin.h.clock.now().timeIntervalSince1970 * 1_000)
+            try await admin.h.database.withDatabase { db in
+                try await db.raw(
+                    """
+                    INSERT INTO transfer_exports (account_id, client_id, target_team, state, attempts, last_error, updated_at)
+                    VALUES (\(bind: id), 'com.example.orchard.app', 'TEAMBBBBBB', 'failed', 2, 'apple_unavailable', \(bind: at))
+                    """
+                ).run()
+            }
+            let transferring = try await admin.request(.GET, "/admin/v1/accounts/\(id)")
+            let transfer = try #require(transferring.json["transfer"] as? [String: Any])
+            #expect(transfer["side"] as? String == "sending")
+            #expect(transfer["state"] as? String == "failed")
+            #expect(transfer["attempts"] as? Int == 2)
+            #expect(transfer["last_error"] as? String == "apple_unavailable")
+            #expect(transfer["updated_at"] is String)
+            let console = try await admin.request(.GET, "/admin/accounts/\(id)")
+            #expect(String(decoding: console.body, as: UTF8.self).contains("App transfer (sending side): failed"))
             for unknown in ["acct_00000000000000000000000000000000", "nope", "%2e%2e", String(repeating: "z", count: 200), "a%20b"] {
                 let response = try await admin.request(.GET, "/admin/v1/accounts/\(unknown)")
                 #expect(response.status == 404, "\(unknown.prefix(20))")
@@ -262,9 +281,17 @@ struct OperatorTests {
             for bad in ["done", "", "PENDING"] {
                 #expect(try await admin.request(.GET, "/admin/v1/revocations?state=\(bad)").code == "invalid_request")
             }
-            // Apple recovers: the revocations leave the lists.
+            // Apple recovers: the revocations leave the lists. The claim first records the backlog it found (the gauges
+            // the alert rules read): the two waiting for Apple (manual_required waits for no one), the oldest an hour old.
             h.clock.advance(by: 3_600)
             await h.runJobs(.revocations)
+            #expect(h.gaugeValues("orchard_revocations_pending").contains(2), "\(h.gaugeValues("orchard_revocations_pending"))")
+            let oldest = h.gaugeValues("orchard_revocation_oldest_pending_seconds")
+            // (The deletions' times are kept in milliseconds.)
+            #expect(oldest.contains { $0 >= 3_599 && $0 < 3_700 }, "\(oldest)")
+            await h.runJobs(.revocations)
+            #expect(h.gaugeValues("orchard_revocations_pending").last == 0)
+            #expect(h.gaugeValues("orchard_revocation_oldest_pending_seconds").last == 0)
             #expect((try await admin.request(.GET, "/admin/v1/revocations?state=pending").json["revocations"] as? [Any])?.isEmpty == true)
             #expect((try await admin.request(.GET, "/admin/v1/revocations?state=failed").json["revocations"] as? [Any])?.isEmpty == true)
         }
@@ -287,6 +314,8 @@ struct OperatorTests {
                     return failed.count == 1
                 }
             )
+            // The gauge the alert rule reads: one given up, waiting for an operator.
+            #expect(await eventually { admin.h.gaugeValues("orchard_webhooks_failed").last == 1 })
             let delivery = try #require(failed.first)
             #expect(delivery["type"] as? String == "account.deleted")
             #expect(delivery["account_id"] as? String == id)
@@ -303,6 +332,7 @@ struct OperatorTests {
             #expect(retried.status == 202)
             #expect(await eventually { admin.receiver.delivered.count == 1 })
             #expect(admin.receiver.delivered.first?.headers["webhook-id"] == eventID)
+            #expect(await eventually { admin.h.gaugeValues("orchard_webhooks_failed").last == 0 })
             #expect((try await admin.request(.GET, "/admin/v1/webhooks").json["deliveries"] as? [Any])?.isEmpty == true)
             // Retrying what is no longer failed is not_found.
             #expect(try await admin.request(.POST, "/admin/v1/webhooks/\(deliveryID)/retry").code == "not_found")
@@ -470,6 +500,41 @@ struct OperatorTests {
             #expect(csp.contains("frame-ancestors 'none'") && csp.contains("script-src 'none'") && !csp.contains("unsafe-inline"))
             #expect(String(decoding: front.body, as: UTF8.self).contains("id=\"token\""))
             #expect(try await admin.request(.GET, "/admin/audit", bearer: .some(nil)).status == 303)
+        }
+    }
+
+    @Test("a console signed in as an operator who is removed meanwhile is refused from its next request on")
+    func consoleOfRemovedOperator() async throws {
+        try await Self.withAdmin { admin in
+            let form = [("Content-Type", "application/x-www-form-urlencoded")]
+            let encoded = try #require(admin.token.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+            let login = try await admin.request(.POST, "/admin/login", bearer: .some(nil), headers: form, body: Data("token=\(encoded)".utf8))
+            let setCookie = try #require(login.headers(named: "Set-Cookie").first { $0.hasPrefix(OperatorCookie.name + "=") })
+            let signedIn = [("Cookie", String(setCookie.prefix { $0 != ";" }))]
+            #expect(try await admin.request(.GET, "/admin/v1/delivery", bearer: .some(nil), headers: signedIn).status == 200)
+            #expect(try await admin.request(.GET, "/admin/audit", bearer: .some(nil), headers: signedIn).status == 200)
+            try await Admin.operators(admin.h).remove(name: "ada")
+            #expect(try await admin.request(.GET, "/admin/v1/delivery", bearer: .some(nil), headers: signedIn).code == "operator_unauthorized")
+            #expect(try await admin.request(.GET, "/admin/audit", bearer: .some(nil), headers: signedIn).status == 303, "to the sign-in form")
+        }
+    }
+
+    @Test("credentials that open nothing draw from the anonymous budget: past it, 429 before any lookup; an operator's own requests draw nothing")
+    func failedCredentialsBudgeted() async throws {
+        try await Self.withAdmin(rateLimitPerMinute: 5) { admin in
+            for _ in 0..<10 { #expect(try await admin.request(.GET, "/admin/v1/delivery").status == 200) }
+            var statuses: [Int] = []
+            for _ in 0..<8 { statuses.append(try await admin.request(.GET, "/admin/v1/delivery", bearer: "orchard_op_guess").status) }
+            #expect(statuses.prefix(5).allSatisfy { $0 == 401 }, "\(statuses)")
+            #expect(statuses.suffix(3).allSatisfy { $0 == 429 }, "\(statuses)")
+            let cookie = try await admin.request(
+                .GET,
+                "/admin/v1/delivery",
+                bearer: .some(nil),
+                headers: [("Cookie", "\(OperatorCookie.name)=guess")]
+            )
+            #expect(cookie.status == 429)
+            #expect(cookie.header("Retry-After") != nil)
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import NIOHTTP1
 import OrchardServer
 import OrchardTesting
 import Testing
@@ -86,7 +87,11 @@ struct NotificationsDoctorTests {
 
     @Test("a plain http URL fails https, and every later check as not checked; a URL with a password fails https, never printed")
     func notHTTPS() async throws {
-        let port = try await ServeProcess.freePort()
+        // A real Orchard endpoint, answering on plain HTTP: Apple posts to none such, however well it answers.
+        let served = try await OrchardHarness.start()
+        defer { Task { await served.stop() } }
+        let port = served.server.port
+        #expect(try await served.request(.POST, "/v1/apple/notifications", json: ["payload": "probe"]).code == "notification_invalid")
         let plain = try await Self.doctor("http://127.0.0.1:\(port)/v1/apple/notifications")
         #expect(plain.status == 1, "\(plain)")
         #expect(plain.result("https") == "fail")
@@ -99,11 +104,12 @@ struct NotificationsDoctorTests {
         #expect(text.status == 1)
         #expect(text.standardOutput.split(separator: "\n").last == "result: FAIL", "\(text.standardOutput)")
 
-        // The other checks still run, on the URL without its credentials; nothing listens on the port.
-        let credentials = try await Self.doctor("https://operator:s3cret@localhost:\(port)/v1/apple/notifications")
+        // The other checks still run, on the URL without its credentials; nothing listens on this port.
+        let closed = try await ServeProcess.freePort()
+        let credentials = try await Self.doctor("https://operator:s3cret@localhost:\(closed)/v1/apple/notifications")
         #expect(credentials.status == 1, "\(credentials)")
         #expect(credentials.result("https") == "fail")
-        #expect(credentials.report["url"] as? String == "https://<redacted>@localhost:\(port)/v1/apple/notifications")
+        #expect(credentials.report["url"] as? String == "https://<redacted>@localhost:\(closed)/v1/apple/notifications")
         #expect(!credentials.output.contains("s3cret"))
         #expect(credentials.result("tls_handshake") == "fail")
         #expect(credentials.detail("tls_handshake").contains("no connection"), "\(credentials)")

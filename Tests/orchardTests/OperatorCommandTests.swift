@@ -79,7 +79,9 @@ struct OperatorCommandTests {
         #expect(rows?.count == 1)
         #expect(rows?.first?["outcome"] as? String == "processed")
         #expect(rows?.first?["duplicates"] as? Int == 1)
-        #expect(try await setup.run(["notifications", "list", "--limit", "0"]).status == 1)
+        let usage = try await setup.run(["notifications", "list", "--limit", "0"])
+        #expect(usage.status == 64, "a usage error: \(usage.standardError)")
+        #expect(usage.standardError.contains("--limit must be 1 to 100"))
         _ = await serve.terminate()
     }
 }

@@ -22,6 +22,10 @@ struct SessionCacheReplicaTests {
         let setup: ServeProcessTests.Setup
         let database: TestDatabase
         let replicas: [ServeProcess]
+        /// Each replica's operator listener (`ORCHARD_ADMIN_PORT`).
+        let adminPorts: [Int]
+        /// The environment the replicas were started with.
+        let environment: [String: String]
 
         static func start(_ count: Int = 3) async throws -> Replicas {
             let setup = try await ServeProcessTests.Setup.start()
@@ -30,10 +34,27 @@ struct SessionCacheReplicaTests {
             var environment = setup.environment
             environment["ORCHARD_DATABASE_URL"] = url
             var replicas: [ServeProcess] = []
+            var adminPorts: [Int] = []
             for _ in 0..<count {
-                replicas.append(try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http))
+                let adminPort = try await ServeProcess.freePort()
+                var own = environment
+                own["ORCHARD_ADMIN_PORT"] = String(adminPort)
+                replicas.append(try await ServeProcess.start(environment: own, logDirectory: setup.directory.path, http: setup.http))
+                adminPorts.append(adminPort)
             }
-            return Replicas(setup: setup, database: database, replicas: replicas)
+            return Replicas(setup: setup, database: database, replicas: replicas, adminPorts: adminPorts, environment: environment)
+        }
+
+        /// Replica `index`'s operator listener.
+        func admin(_ index: Int) -> OrchardClient {
+            OrchardClient(baseURL: "http://127.0.0.1:\(adminPorts[index])", http: setup.http, emulator: setup.emulator)
+        }
+
+        /// Makes an operator with `orchard operators add`, as an installation does; its token.
+        func addOperator(_ name: String) async throws -> String {
+            let added = try await OrchardProcess.runInBackground(["operators", "add", name], environment: environment)
+            #expect(added.status == 0, "\(added.standardError)")
+            return added.standardOutput.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
         func client(_ index: Int) -> OrchardClient { setup.client(replicas[index]) }
@@ -125,11 +146,13 @@ struct SessionCacheReplicaTests {
         #expect(await checker.stop(acceptedAfter: answered) == 0, "a check sent after the end was accepted")
     }
 
-    @Test("sign-out, account deletion and Apple's consent-revoked on one replica: no replica accepts the session afterwards")
+    @Test(
+        "sign-out, account deletion, an operator's end of every session and Apple's consent-revoked on one replica: no replica accepts the session afterwards"
+    )
     func endsOnOneReplica() async throws {
         try await Replicas.with { replicas in
             var users: [(token: String, user: EmulatedUser)] = []
-            for index in 0..<6 { users.append(try await replicas.signIn(on: index % 3)) }
+            for index in 0..<7 { users.append(try await replicas.signIn(on: index % 3)) }
             #expect(await replicas.warm(users.map(\.token)))
 
             // Sign-outs, each on another replica than the one that signed the user in.
@@ -145,6 +168,15 @@ struct SessionCacheReplicaTests {
                     let response = try await replicas.client((index + 2) % 3).request(.DELETE, "/v1/account", bearer: user.token)
                     #expect(response.status == 200)
                 }
+            }
+            // An operator ends every session of an account on another replica's private listener.
+            let operatorToken = try await replicas.addOperator("ada")
+            let session = try await replicas.client(0).request(.GET, "/v1/session", bearer: users[6].token)
+            let accountID = try #require((session.json["account"] as? [String: Any])?["id"] as? String)
+            try await Self.endWhileChecked(replicas, token: users[6].token) {
+                let response = try await replicas.admin(1).request(.DELETE, "/admin/v1/accounts/\(accountID)/sessions", bearer: operatorToken)
+                #expect(response.status == 200)
+                #expect(response.json["ended"] as? Int == 1)
             }
             // Apple's consent-revoked: processing follows the notification's 200; once one replica refuses, none may
             // accept again, and all refuse within 2 s of the 200.
@@ -195,7 +227,7 @@ struct SessionCacheReplicaTests {
             replicas.append(try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http))
             environment["ORCHARD_DATABASE_LISTEN_URL"] = components.string ?? url
             replicas.append(try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http))
-            let all = Replicas(setup: setup, database: database, replicas: replicas)
+            let all = Replicas(setup: setup, database: database, replicas: replicas, adminPorts: [], environment: environment)
             let user = try await all.signIn(on: 0)
             #expect(await all.warm([user.token]))
             // The listener's connection hangs (open, but nothing passes: a lost route, a stalled middlebox), so no

@@ -61,6 +61,18 @@ public final class RateLimiter<Key: Hashable & Sendable>: Sendable {
         }
     }
 
+    /// Whether `client`'s bucket is empty, without taking from it: `nil` when a token is there, else the whole seconds
+    /// until one is (for `Retry-After`).
+    public func exhausted(_ client: Key) -> Int? {
+        let now = clock.now()
+        let rate = perSecond
+        return state.withLock { state in
+            guard let bucket = state.buckets[client] else { return nil }
+            let tokens = min(Double(limit), bucket.tokens + max(0, now.timeIntervalSince(bucket.updated)) * rate)
+            return tokens >= 1 ? nil : max(1, Int(((1 - tokens) / rate).rounded(.up)))
+        }
+    }
+
     private static func prune(_ state: inout State, now: Date, capacity: Double, rate: Double) {
         state.insertsSincePrune = 0
         state.buckets = state.buckets.filter { _, bucket in

@@ -25,9 +25,22 @@ func operatorApplication(
     let table = RouteTable()
     router.middlewares.add(RequestMetricsMiddleware(factory: dependencies.metrics))
     router.middlewares.add(ProblemMiddleware(routes: table, log: ProblemLog(clock: dependencies.clock)))
-    let api = router.group().add(middleware: OperatorMiddleware(operators: operators, scheme: scheme))
-    let pages = router.group().add(middleware: OperatorMiddleware(operators: operators, scheme: scheme, redirectsToSignIn: true))
-    let front = router.group().add(middleware: OperatorMiddleware(operators: operators, scheme: scheme, allowsAnonymous: true))
+    // Credentials that open nothing have a budget of their own, of the anonymous routes' size: an address whose users
+    // spend the anonymous budget does not lock its operators out.
+    let failures = limiters.map {
+        FailedCredentialBudget(
+            limiter: RateLimiter(limit: $0.clients.limit, clock: dependencies.clock),
+            resolver: ClientAddressResolver(trustedProxies: configuration.listener.trustedProxies),
+            metrics: dependencies.metrics
+        )
+    }
+    let api = router.group().add(middleware: OperatorMiddleware(operators: operators, scheme: scheme, failures: failures))
+    let pages = router.group().add(
+        middleware: OperatorMiddleware(operators: operators, scheme: scheme, failures: failures, redirectsToSignIn: true)
+    )
+    let front = router.group().add(
+        middleware: OperatorMiddleware(operators: operators, scheme: scheme, failures: failures, allowsAnonymous: true)
+    )
     // Failed logins share the anonymous routes' budget per client address.
     let login = router.group()
     if let limiters {

@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import Logging
+import Metrics
 
 /// Authenticates every operator route and records it in the audit log before it is answered.
 ///
@@ -16,6 +17,10 @@ import Logging
 ///   written before the answer leaves; for a request that changes something, before it is acted on (status 0 until
 ///   it is answered), so that no operator action happens unrecorded: if the entry cannot be written, nothing is done
 ///   and the answer is the storage failure.
+/// - A credential that opens nothing costs its client address a request of a budget of the anonymous routes' size (its
+///   own, so that users behind the same address do not lock operators out); an address whose budget is spent is
+///   `429 rate_limited` before its credential is looked up, so that whoever reaches the listener cannot make each
+///   guess cost a database read.
 /// - Every answer is `Cache-Control: no-store`: it shows users' personal data.
 struct OperatorMiddleware: RouterMiddleware {
     typealias Context = OrchardRequestContext
@@ -27,10 +32,19 @@ struct OperatorMiddleware: RouterMiddleware {
     let redirectsToSignIn: Bool
     /// Whether an unauthenticated request passes through with no operator (the console's front page shows the form).
     let allowsAnonymous: Bool
+    /// The budget credentials that open nothing draw from; `nil` without a rate limit.
+    let failures: FailedCredentialBudget?
 
-    init(operators: Operators, scheme: String, redirectsToSignIn: Bool = false, allowsAnonymous: Bool = false) {
+    init(
+        operators: Operators,
+        scheme: String,
+        failures: FailedCredentialBudget?,
+        redirectsToSignIn: Bool = false,
+        allowsAnonymous: Bool = false
+    ) {
         self.operators = operators
         self.scheme = scheme
+        self.failures = failures
         self.redirectsToSignIn = redirectsToSignIn
         self.allowsAnonymous = allowsAnonymous
     }
@@ -39,10 +53,12 @@ struct OperatorMiddleware: RouterMiddleware {
         let credential = Self.credential(request)
         var name: String?
         if let credential {
+            try failures?.refuseIfSpent(request, context: context)
             name =
                 credential.viaCookie
                 ? try await operators.consoleOperator(login: credential.value)
                 : try await operators.authenticate(token: credential.value)
+            if name == nil { failures?.charge(request, context: context) }
         }
         guard let name else {
             if allowsAnonymous { return try await next(request, context) }
@@ -153,4 +169,41 @@ extension OrchardProblem {
         .operatorUnauthorized,
         detail: "an operator route needs a valid operator token (Authorization: Bearer) or a console login"
     )
+}
+
+/// A budget per client address, drawn from by operator credentials that open nothing.
+struct FailedCredentialBudget: Sendable {
+    let limiter: RateLimiter<IPAddress>
+    let resolver: ClientAddressResolver
+    let refused: Counter
+
+    init(limiter: RateLimiter<IPAddress>, resolver: ClientAddressResolver, metrics: any MetricsFactory) {
+        self.limiter = limiter
+        self.resolver = resolver
+        self.refused = Counter(label: "orchard_rate_limited_total", factory: metrics)
+    }
+
+    private func client(_ request: Request, context: OrchardRequestContext) -> IPAddress? {
+        let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
+        return resolver.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor])
+    }
+
+    /// `429 rate_limited` when the client's budget is spent.
+    func refuseIfSpent(_ request: Request, context: OrchardRequestContext) throws {
+        guard let client = client(request, context: context), let retryAfter = limiter.exhausted(client.budgetKey) else { return }
+        refused.increment()
+        var headers = HTTPFields()
+        headers[.retryAfter] = String(retryAfter)
+        throw OrchardProblem(
+            .rateLimited,
+            detail: "too many credentials that open nothing from this address; retry after \(retryAfter) s",
+            headers: headers
+        )
+    }
+
+    /// Takes a request from the client's budget.
+    func charge(_ request: Request, context: OrchardRequestContext) {
+        guard let client = client(request, context: context) else { return }
+        _ = limiter.acquire(client.budgetKey)
+    }
 }
