@@ -40,7 +40,9 @@ enum AppleAcceptanceCheck {
         }
         for team in configuration.apple.allTeams {
             for clientID in team.clientIDs {
-                let line = await check(clientID: clientID, team: team, client: client)
+                // The web flow's client id is asked as the web flow asks, with its return URL.
+                let redirectURI = clientID == configuration.webClientID ? configuration.webFlow.redirectURI?.absoluteString : nil
+                let line = await check(clientID: clientID, team: team, redirectURI: redirectURI, client: client)
                 print(line.text)
                 accepted = accepted && line.accepted
             }
@@ -48,27 +50,36 @@ enum AppleAcceptanceCheck {
         return accepted
     }
 
-    private static func check(clientID: String, team: AppleTeam, client: AppleRESTClient) async -> (text: String, accepted: Bool) {
+    private static func check(
+        clientID: String,
+        team: AppleTeam,
+        redirectURI: String?,
+        client: AppleRESTClient
+    ) async -> (text: String, accepted: Bool) {
         let who = "team \(team.teamID), key \(team.keyID)"
         let impossible = Redacted("orchard-config-check.\(UUID().uuidString.lowercased())")
         do {
-            _ = try await client.exchangeCode(impossible, clientID: clientID, redirectURI: nil)
+            _ = try await client.exchangeCode(impossible, clientID: clientID, redirectURI: redirectURI)
             return ("apple: \(clientID): accepted (\(who))", true)
         } catch {
-            switch error.code {
-            case .authorizationCodeRejected:
+            switch (error.code, error.appleErrorCode) {
+            case (.authorizationCodeRejected, _):
                 return ("apple: \(clientID): accepted (\(who))", true)
-            case .appleClientRejected:
+            case (.appleClientRejected, .invalidClient?):
                 return (
                     """
-                    apple: \(clientID): REFUSED (\(error.reason)): Apple does not accept this client id with \(who). Likely causes: \
-                    the key belongs to another team than APPLE_TEAM_ID; APPLE_KEY_ID is not this key's id (Certificates, \
-                    Identifiers & Profiles > Keys); the client id is not grouped with the key's primary App ID (Sign in \
-                    with Apple > Configure on the App ID, or the Services ID's primary App ID); the key was revoked
+                    apple: \(clientID): REFUSED (invalid_client): Apple does not accept this client id with \(who). Likely \
+                    causes: the key belongs to another team than APPLE_TEAM_ID; APPLE_KEY_ID is not this key's id \
+                    (Certificates, Identifiers & Profiles > Keys); the client id is not grouped with the key's primary App \
+                    ID (Sign in with Apple > Configure on the App ID, or the Services ID's primary App ID); the key was revoked
                     """,
                     false
                 )
-            case .appleUnavailable:
+            case (.appleClientRejected, let code):
+                // Not a verdict on the client: Apple refused the request itself (a form it does not take here).
+                let said = code?.rawValue ?? "an error"
+                return ("apple: \(clientID): REFUSED (\(said)): Apple refused the check's request: \(error.reason)", false)
+            case (.appleUnavailable, _):
                 return ("apple: \(clientID): cannot tell: Apple cannot be reached (\(error.reason))", false)
             default:
                 return ("apple: \(clientID): cannot tell: \(error.code.rawValue) (\(error.reason))", false)

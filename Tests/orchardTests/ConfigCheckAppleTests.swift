@@ -41,14 +41,37 @@ struct ConfigCheckAppleTests {
         #expect(result.standardError.contains("Apple does not accept every client id"))
     }
 
-    @Test("a client id of another team is refused while the team's own is accepted: exit 1")
+    @Test("a client id of another team is refused as invalid_client, naming the grouping among the causes, while the team's own is accepted: exit 1")
     func otherTeamsClientID() async throws {
-        let setup = try await ServeProcessTests.Setup.start()
+        // Apple knows com.other.team.app as another team's (its own key); this installation signs for it with its team's.
+        let otherKey = AppleEmulatorConfiguration.makeClientKey()
+        let other = EmulatorTeam(
+            teamID: "OTHERTEAM1",
+            keyID: "OTHERKEY01",
+            clientPublicKeyPEM: otherKey.publicKeyPEM,
+            clientIDs: ["com.other.team.app"]
+        )
+        let setup = try await ServeProcessTests.Setup.start(otherTeams: [other])
         defer { Task { await setup.stop() } }
         let result = try await Self.check(setup, ["APPLE_CLIENT_IDS": "com.example.orchard.app,com.other.team.app"])
         #expect(result.status == 1)
         #expect(result.standardOutput.contains("apple: com.example.orchard.app: accepted"), "\(result.standardOutput)")
-        #expect(result.standardOutput.contains("apple: com.other.team.app: REFUSED"))
+        #expect(result.standardOutput.contains("apple: com.other.team.app: REFUSED (invalid_client)"))
+        #expect(result.standardOutput.contains("the client id is not grouped with the key's primary App ID"))
+        // Apple saw both questions, each with a client secret of this installation's team.
+        #expect(setup.emulator.calls(to: .token).compactMap(\.status).sorted() == [400, 400])
+    }
+
+    @Test("a web client id is asked as the web flow asks, with APPLE_REDIRECT_URI; accepted: exit 0")
+    func webClientID() async throws {
+        let setup = try await ServeProcessTests.Setup.start()
+        defer { Task { await setup.stop() } }
+        let result = try await Self.check(
+            setup,
+            ["APPLE_WEB_CLIENT_ID": "com.example.orchard.app", "APPLE_REDIRECT_URI": "https://auth.example.com/auth/apple/callback"]
+        )
+        #expect(result.status == 0, "\(result.standardOutput)\(result.standardError)")
+        #expect(setup.emulator.calls(to: .token).first?.redirectURI == "https://auth.example.com/auth/apple/callback")
     }
 
     @Test("Apple unreachable: each client id says it cannot tell, exit 1, and the settings were still printed")

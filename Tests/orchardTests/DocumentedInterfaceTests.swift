@@ -40,13 +40,14 @@ struct DocumentedInterfaceTests {
         guard help.status == 0 else { return [] }
         var names: Set<String> = []
         var listing = false
-        for line in help.standardOutput.split(separator: "\n") {
+        for line in help.standardOutput.split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("SUBCOMMANDS:") {
                 listing = true
                 continue
             }
             if listing, !line.hasPrefix(" ") { listing = false }
-            if listing, let name = line.split(separator: " ").first { names.insert(String(name)) }
+            // An entry is indented two spaces; its description's continuation lines, further.
+            if listing, line.hasPrefix("  "), !line.hasPrefix("   "), let name = line.split(separator: " ").first { names.insert(String(name)) }
         }
         return names
     }
@@ -81,6 +82,34 @@ struct DocumentedInterfaceTests {
         }
         #expect(checked > 50, "the pages show too few commands for this test to mean anything: \(checked)")
         #expect(unknown.isEmpty, "commands that do not exist:\n\(Set(unknown).sorted().joined(separator: "\n"))")
+    }
+
+    @Test("docs/commands.md has an entry for every command and subcommand orchard --help lists")
+    func everyCommandHasAnEntry() async throws {
+        let headings = try DocumentationTests.text("docs/commands.md").split(separator: "\n").filter { $0.hasPrefix("### ") }
+        let top = try await Self.subcommands([])
+        #expect(top.count > 10, "orchard --help lists too few commands for this test to mean anything: \(top.sorted())")
+        var missing: [String] = []
+        for command in top.sorted() {
+            let entries = headings.filter { $0.contains("`orchard \(command)") }
+            let subcommands = try await Self.subcommands([command])
+            if subcommands.isEmpty {
+                if entries.isEmpty { missing.append("orchard \(command)") }
+                continue
+            }
+            for sub in subcommands.sorted()
+            where !entries.contains(where: { $0.contains("`orchard \(command) \(sub)") || $0.contains("/ `\(sub)") }) {
+                missing.append("orchard \(command) \(sub)")
+            }
+        }
+        #expect(missing.isEmpty, "commands without an entry in docs/commands.md: \(missing)")
+    }
+
+    @Test("docs/problem-codes.md says what a client does for every problem code")
+    func everyProblemCodeHasAnEntry() throws {
+        let rows = try DocumentationTests.text("docs/problem-codes.md").split(separator: "\n").filter { $0.hasPrefix("| `") }
+        let missing = ProblemCode.allCases.map(\.rawValue).filter { code in !rows.contains { $0.hasPrefix("| `\(code)`") } }
+        #expect(missing.isEmpty, "problem codes without a row in docs/problem-codes.md: \(missing)")
     }
 
     @Test("every METHOD /path the pages name is served by Orchard, on the public or the operator listener")

@@ -16,7 +16,7 @@ struct ServeProcessTests {
         var environment: [String: String]
         let http: HTTPClient
 
-        static func start(timeoutHold: Duration = .seconds(8)) async throws -> Setup {
+        static func start(timeoutHold: Duration = .seconds(8), otherTeams: [EmulatorTeam] = []) async throws -> Setup {
             let key = AppleEmulatorConfiguration.makeClientKey()
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             let emulator = try AppleEmulator(
@@ -25,7 +25,8 @@ struct ServeProcessTests {
                     keyID: "KEYID12345",
                     clientIDs: ["com.example.orchard.app"],
                     clientPublicKeyPEM: key.publicKeyPEM,
-                    timeoutHold: timeoutHold
+                    timeoutHold: timeoutHold,
+                    otherTeams: otherTeams
                 ),
                 httpClient: http
             )
