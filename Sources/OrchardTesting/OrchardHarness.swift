@@ -60,6 +60,7 @@ public struct OrchardHarness: Sendable {
         inboxRoom: Int = Lifecycle.inboxRoom,
         _ body: (OrchardHarness) async throws -> Void
     ) async throws {
+        StallWatch.start()
         let harness = try await start(
             configure: configure,
             wrapDatabase: wrapDatabase,

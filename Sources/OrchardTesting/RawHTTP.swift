@@ -136,12 +136,13 @@ public enum RawHTTP {
         }
     }
 
-    /// Opens a connection to `127.0.0.1:port` and writes `bytes` one at a time, `interval` apart, reading until the
-    /// server closes the connection or `closeWithin` has passed. The reference moment is the first byte's write: a
-    /// deadline counted from the request's start closes the connection while the bytes still drip in; one that
-    /// restarts with every byte never does.
+    /// Opens a connection to `127.0.0.1:port`, writes `head` at once (a request head, when a body is dripped), then
+    /// `bytes` one at a time, `interval` apart, reading until the server closes the connection or `closeWithin` has
+    /// passed. The reference moment is the first write: a deadline counted from the request's start (or its head's
+    /// end) closes the connection while the bytes still drip in; one that restarts with every byte never does.
     public static func drip(
         port: Int,
+        after head: [UInt8] = [],
         bytes: [UInt8],
         every interval: Duration,
         expectingCloseAfter expected: Duration,
@@ -153,7 +154,7 @@ public enum RawHTTP {
             let raw = channel.channel
             let loop = raw.eventLoop
             guard let first = bytes.first else { throw RawHTTPError("nothing to drip") }
-            let reference = try await raw.writeAndFlush(ByteBuffer(bytes: [first])).map { timeline.markReference(written: true) }.get()
+            let reference = try await raw.writeAndFlush(ByteBuffer(bytes: head + [first])).map { timeline.markReference(written: true) }.get()
             let probes = TimerProbes(due: reference + TimeAmount(expected))
             let giveUp = loop.scheduleTask(in: TimeAmount(closeWithin)) {
                 if timeline.giveUpUnlessClosed() { raw.close(promise: nil) }

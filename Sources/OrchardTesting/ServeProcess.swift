@@ -9,6 +9,8 @@ import NIOPosix
 public struct ServeProcess: @unchecked Sendable {
     // Process is not Sendable; this wrapper only touches it from the test's own task.
     private let process: Process
+    /// Ends the process with the test's last copy of this value, also when the test threw or failed before it did.
+    private let lifetime: EndsWithItsTest
     /// The port it listens on.
     public let port: Int
     private let log: URL
@@ -74,7 +76,7 @@ public struct ServeProcess: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = try FileHandle(forWritingTo: log)
         try ChildProcess.start(process)
-        let serve = ServeProcess(process: process, port: chosen, log: log)
+        let serve = ServeProcess(process: process, lifetime: EndsWithItsTest(process), port: chosen, log: log)
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             guard process.isRunning else { throw ServeProcessError("orchard serve exited: \(serve.logText)") }
@@ -130,6 +132,16 @@ public struct ServeProcess: @unchecked Sendable {
                 continuation.resume()
             }
         }
+    }
+}
+
+/// Kills its process, if it still runs, when the last ``ServeProcess`` copy holding it goes: a test that throws before
+/// it ended its `serve` does not leave it running until the test process exits.
+private final class EndsWithItsTest: @unchecked Sendable {
+    private let process: Process
+    init(_ process: Process) { self.process = process }
+    deinit {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
     }
 }
 

@@ -5,9 +5,12 @@ public struct TemporaryDirectory: Sendable {
     /// The directory's path.
     public let path: String
 
-    /// Creates the directory.
+    /// Creates the directory. Its name carries the test run's marker (``ChildProcess/runMarker``) when there is one, so
+    /// that `scripts/test` also finds what a test left running there when it wrote its title over its environment
+    /// (nginx, PostgreSQL).
     public init(prefix: String = "orchard-test") throws {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+        let run = ProcessInfo.processInfo.environment[ChildProcess.runMarker].map { "\($0)-" } ?? ""
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(run)\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         self.path = url.path
     }

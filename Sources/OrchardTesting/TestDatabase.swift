@@ -92,6 +92,7 @@ public final class TestDatabase: Sendable {
     /// Makes a fresh, migrated database on `backend`; its driver logs through `logger` (the harness passes Orchard's,
     /// so that the log check sees what the driver would log).
     public static func make(_ backend: Backend = selectedBackend, logger: Logger = Logger(label: "test.database")) async throws -> TestDatabase {
+        StallWatch.start()
         let directory = try TemporaryDirectory()
         switch backend {
         case .sqlite:

@@ -24,7 +24,9 @@ struct SlowClientTests {
         "closed after \(String(describing: exchange.closedAfter)), timers \(exchange.timersLate) late"
     }
 
-    @Test("a connection that sends nothing, half a request head, or half a body is closed within 10 s; normal traffic is unaffected")
+    @Test(
+        "a connection that sends nothing, half a request head, or half a body (at once or a byte every 2 s) is closed within 10 s; normal traffic is unaffected"
+    )
     func slowHeads() async throws {
         try await OrchardHarness.with { h in
             let port = h.server.port
@@ -55,6 +57,18 @@ struct SlowClientTests {
                 expectingCloseAfter: .seconds(10),
                 closeWithin: .seconds(30)
             )
+            // A body dripped a byte every 2 s after its head: its deadline counts from the head, not from the latest byte.
+            async let drippedBody = RawHTTP.drip(
+                port: port,
+                after: Array(
+                    ("POST /v1/apple/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: 100\r\n\r\n").utf8
+                ),
+                bytes: Array(String(repeating: "x", count: 100).utf8),
+                every: .seconds(2),
+                expectingCloseAfter: .seconds(10),
+                closeWithin: .seconds(30)
+            )
             // Pipelined: a whole request and half the next one in one write, before the first answer was read.
             async let pipelined = RawHTTP.exchange(
                 port: port,
@@ -75,6 +89,9 @@ struct SlowClientTests {
             let drippedResult = try await dripped
             #expect(Self.closedByHeadDeadline(drippedResult), "a head a byte every 2 s: \(Self.describe(drippedResult))")
             #expect(drippedResult.received.isEmpty || !String(decoding: drippedResult.received, as: UTF8.self).contains("200"))
+            let drippedBodyResult = try await drippedBody
+            #expect(Self.closedByHeadDeadline(drippedBodyResult), "a body a byte every 2 s: \(Self.describe(drippedBodyResult))")
+            #expect(drippedBodyResult.received.isEmpty || !String(decoding: drippedBodyResult.received, as: UTF8.self).contains("HTTP/1.1 2"))
             let pipelinedResult = try await pipelined
             #expect(Self.closedByHeadDeadline(pipelinedResult), "pipelined half a head: \(Self.describe(pipelinedResult))")
             #expect(

@@ -20,6 +20,11 @@ struct ChildProcessTests {
 
     @Test("a child started from a thread that blocks SIGTERM has no signal blocked or ignored, and SIGTERM ends it")
     func cleanSignalState() async throws {
+        // This process ignores SIGPIPE (as servers do; harmless here, NIO handles a closed peer itself), so that the
+        // child's dispositions below show the reset, not merely an inheritance of nothing.
+        signal(SIGPIPE, SIG_IGN)
+        let own = Self.status(getpid(), "SigIgn").flatMap { UInt64($0, radix: 16) } ?? 0
+        #expect(own & (1 << UInt64(SIGPIPE - 1)) != 0, "the test process does not ignore SIGPIPE")
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sleep")
         process.arguments = ["60"]

@@ -47,7 +47,19 @@ struct DedicatedCluster {
         let arguments = ["/bin/sh", "-c", command]
         var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
-        guard posix_spawn(&pid, "/bin/sh", nil, nil, &argv, environ) == 0 else { return -1 }
+        // As a shell would start it (ChildProcess's rule): no signal blocked, every disposition the default, so that
+        // the cluster pg_ctl starts can be stopped.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        guard posix_spawn(&pid, "/bin/sh", nil, &attributes, &argv, environ) == 0 else { return -1 }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
         return status
@@ -76,7 +88,13 @@ struct DatabaseOutageTests {
     @Test("while the database is down: 503 storage_unavailable and readiness 503, never a 500; both recover, nothing lost")
     func outageUnderLoad() async throws {
         let cluster = try await offThePool { try DedicatedCluster.start() }
-        let setup = try await ServeProcessTests.Setup.start()
+        let setup: ServeProcessTests.Setup
+        do {
+            setup = try await ServeProcessTests.Setup.start()
+        } catch {
+            try? await offThePool { cluster.remove() }
+            throw error
+        }
         var environment = setup.environment
         environment["ORCHARD_DATABASE_URL"] = cluster.url
         // Not a test of the grace (ServeProcessTests has one): on a loaded machine, the shutdown after the outage took
@@ -189,7 +207,13 @@ struct DatabaseOutageTests {
     @Test("a restart under two replicas that remember sessions: no memory answers while it is down, a later sign-out is refused by both")
     func restartUnderReplicas() async throws {
         let cluster = try await offThePool { try DedicatedCluster.start() }
-        let setup = try await ServeProcessTests.Setup.start()
+        let setup: ServeProcessTests.Setup
+        do {
+            setup = try await ServeProcessTests.Setup.start()
+        } catch {
+            try? await offThePool { cluster.remove() }
+            throw error
+        }
         var environment = setup.environment
         environment["ORCHARD_DATABASE_URL"] = cluster.url
         environment["ORCHARD_SHUTDOWN_GRACE"] = "60"
@@ -208,8 +232,8 @@ struct DatabaseOutageTests {
                 for token in tokens { #expect(await client.warmSessionCache(token: token)) }
             }
             try await offThePool { cluster.stop() }
-            // Past the lease (2 s; the lease is the subject here, so this waits for time) no replica answers from
-            // memory: a check needs the database and is refused for the outage.
+            // Past the entries' lifetime (1 s) and the lease (2 s), both time rules, so this waits for time, no replica
+            // answers from memory: a check needs the database and is refused for the outage.
             try await Task.sleep(for: .milliseconds(2_500))
             let signedIn = tokens
             try await withThrowingTaskGroup(of: Void.self) { group in

@@ -12,6 +12,8 @@ import Glibc
 /// package's `.build/debug/orchard`), on loopback, with a SQLite file in a temporary folder.
 final class Servers: @unchecked Sendable {
     static let clientID = "com.example.orchard.app"
+    /// The environment variable that marks the processes of one run of `scripts/test`.
+    static let runMarker = "ORCHARD_TEST_RUN"
 
     let folder: URL
     let emulatorURL: URL
@@ -33,7 +35,9 @@ final class Servers: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Failure("no orchard binary at \(binary.path): build the main package first (swift build), or set ORCHARD_BINARY")
         }
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchardkit-\(UUID().uuidString)")
+        // The test run's marker in the folder's name too, as the main package's TemporaryDirectory does.
+        let run = ProcessInfo.processInfo.environment[runMarker].map { "\($0)-" } ?? ""
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchardkit-\(run)\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let port = try freePort()
         let orchardURL = URL(string: "http://127.0.0.1:\(port)")!
@@ -68,7 +72,14 @@ final class Servers: @unchecked Sendable {
         environment["ORCHARD_REFRESH_VALIDATION_INTERVAL"] = String(validationInterval)
         environment["ORCHARD_RATE_LIMIT_PER_MINUTE"] = "0"
         environment["ORCHARD_LOG_LEVEL"] = "warning"
-        let serve = try launch(["serve"], environment: environment, log: folder.appendingPathComponent("serve.log"))
+        let serve: Process
+        do {
+            serve = try launch(["serve"], environment: environment, log: folder.appendingPathComponent("serve.log"))
+        } catch {
+            end(emulator)
+            throw error
+        }
+        // From here on the two end with `servers`: at `stop()`, or when it goes because the test threw.
         let servers = Servers(
             folder: folder,
             emulatorURL: URL(string: listening)!,
@@ -97,11 +108,22 @@ final class Servers: @unchecked Sendable {
     var serveLog: String { (try? String(contentsOf: folder.appendingPathComponent("serve.log"), encoding: .utf8)) ?? "" }
 
     func stop() {
-        for process in [serve, emulator] where process.isRunning {
-            process.terminate()
-            process.waitUntilExit()
-        }
+        for process in [serve, emulator] { Self.end(process) }
         try? FileManager.default.removeItem(at: folder)
+    }
+
+    deinit {
+        for process in [serve, emulator] where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// SIGTERM, then SIGKILL when it has not exited within 5 s; returns once it has exited.
+    private static func end(_ process: Process) {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(5)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
     }
 
     // MARK: - The emulator's control API
@@ -188,7 +210,10 @@ final class Servers: @unchecked Sendable {
         let process = Process()
         process.executableURL = binary
         process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()].merging(environment) { $1 }
+        var base = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory()]
+        // scripts/test finds what a test left running by this marker.
+        if let marker = ProcessInfo.processInfo.environment[runMarker] { base[runMarker] = marker }
+        process.environment = base.merging(environment) { $1 }
         let handle = try FileHandle(forWritingTo: log)
         process.standardOutput = handle
         process.standardError = handle
