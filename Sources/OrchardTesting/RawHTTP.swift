@@ -59,9 +59,11 @@ public enum RawHTTP {
         /// How long after the reference moment (see ``RawHTTP/exchange(port:answered:thenSending:expectingCloseAfter:closeWithin:)``)
         /// the server closed the connection; `nil`: still open when the wait gave up.
         public let closedAfter: Duration?
-        /// How late this process's event loops ran a timer due when the close was expected (zero when no close was
-        /// expected, or it came before). The server's deadlines are timers on these same loops, so a test process
-        /// too busy to run them on time delays the close by as much, and a bound on the close allows for it.
+        /// How late this process's event loops ran: the longer of how late they ran a timer due when the close was
+        /// expected (zero when no close was expected, or it came before) and the longest any of them went without
+        /// running its jobs during the exchange (``LoopStalls``: a loop stalled when the connection opened accepts it,
+        /// and arms its deadline, that much later). The server's deadlines are timers on these same loops, so a test
+        /// process too busy to run them on time delays the close by as much, and a bound on the close allows for it.
         public let timersLate: Duration
 
         /// Whether the connection was closed no earlier than `earliest` and no later than `latest` plus
@@ -99,6 +101,7 @@ public enum RawHTTP {
         closeWithin: Duration
     ) async throws -> Exchange {
         let timeline = Timeline()
+        let stalls = LoopStalls()
         let channel = try await connect(port: port, timeline: timeline)
         return try await channel.executeThenClose { inbound, outbound in
             var iterator = inbound.makeAsyncIterator()
@@ -132,7 +135,7 @@ public enum RawHTTP {
             }
             giveUp.cancel()
             let late = await probes?.lateness(closedAt: timeline.closedAt) ?? .zero
-            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: late)
+            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: max(late, stalls.stop()))
         }
     }
 
@@ -149,6 +152,7 @@ public enum RawHTTP {
         closeWithin: Duration
     ) async throws -> Exchange {
         let timeline = Timeline()
+        let stalls = LoopStalls()
         let channel = try await connect(port: port, timeline: timeline)
         return try await channel.executeThenClose { inbound, _ in
             let raw = channel.channel
@@ -174,7 +178,7 @@ public enum RawHTTP {
             giveUp.cancel()
             for drip in drips { drip.cancel() }
             let late = await probes.lateness(closedAt: timeline.closedAt)
-            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: late)
+            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: max(late, stalls.stop()))
         }
     }
 
@@ -274,6 +278,36 @@ private struct TimerProbes {
             if let ran = try? await timer.futureResult.get() { latest = max(latest, ran) }
         }
         return .nanoseconds(Int64(latest.uptimeNanoseconds - due.uptimeNanoseconds))
+    }
+}
+
+/// The longest any of this process's event loops went without running its jobs, from the watch's start until
+/// ``stop()``: each loop runs a tick every 50 ms, and a tick that comes later than that says the loop was held up for
+/// the difference (a test process too busy to run its loops: its server accepts, and arms deadlines, late by as much).
+private final class LoopStalls: Sendable {
+    private static let interval = TimeAmount.milliseconds(50)
+    private let longest = Mutex<Int64>(0)
+    private let ticks = Mutex<[RepeatedTask]>([])
+
+    init() {
+        let started = MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
+            let last = Mutex(NIODeadline.now())
+            return loop.scheduleRepeatedTask(initialDelay: Self.interval, delay: Self.interval) { [weak self] _ in
+                let now = NIODeadline.now()
+                let held = last.withLock { previous in
+                    defer { previous = now }
+                    return (now - previous - Self.interval).nanoseconds
+                }
+                if held > 0 { self?.longest.withLock { $0 = max($0, held) } }
+            }
+        }
+        ticks.withLock { $0 = started }
+    }
+
+    /// Stops the ticks; the longest stall seen.
+    func stop() -> Duration {
+        for tick in ticks.withLock({ $0 }) { tick.cancel() }
+        return .nanoseconds(longest.withLock { $0 })
     }
 }
 
