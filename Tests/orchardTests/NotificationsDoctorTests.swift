@@ -85,6 +85,24 @@ struct NotificationsDoctorTests {
         #expect(run.detail("probe").contains("https://elsewhere.example/v1/apple/notifications"))
     }
 
+    @Test("an endpoint that takes the probe and never answers fails the probe at its 5-second limit: exit 1, not a wait for the server")
+    func silentFails() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let authority = try TestCertificateAuthority(in: directory)
+        let stub = try await StubEndpoint.start(authority.issue("localhost"), mode: .silent, in: directory)
+        defer { stub.stop() }
+        let started = ContinuousClock.now
+        let run = try await Self.doctor(stub.url, caFile: authority.certificateFile)
+        let took = ContinuousClock.now - started
+        #expect(run.status == 1, "\(run)")
+        #expect(run.result("tls_handshake") == "pass", "\(run)")
+        #expect(run.result("probe") == "fail", "\(run)")
+        #expect(run.detail("probe").contains("no answer within 5"), "\(run)")
+        // The server holds the probe for 60 s; the command gave up at its limit, well before.
+        #expect(took < .seconds(45), "the doctor waited \(took)")
+    }
+
     @Test("a plain http URL fails https, and every later check as not checked; a URL with a password fails https, never printed")
     func notHTTPS() async throws {
         // A real Orchard endpoint, answering on plain HTTP: Apple posts to none such, however well it answers.
@@ -231,6 +249,8 @@ private struct StubEndpoint {
         case redirect
         /// `400 notification_invalid`, and TLS 1.0 and 1.1 accepted too.
         case oldTLS = "old-tls"
+        /// Reads the probe and answers nothing for 60 s.
+        case silent
     }
 
     let process: Process
@@ -268,7 +288,7 @@ private struct StubEndpoint {
 
     /// The server: arguments CERTIFICATE KEY MODE PORT_FILE.
     static let script = """
-        import http.server, json, os, ssl, sys, warnings
+        import http.server, json, os, ssl, sys, time, warnings
 
         warnings.simplefilter("ignore")
         certificate, key, mode, port_file = sys.argv[1:5]
@@ -282,6 +302,9 @@ private struct StubEndpoint {
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if mode == "silent":
+                    time.sleep(60)
+                    return
                 if mode == "redirect":
                     self.send_response(301)
                     self.send_header("Location", "https://elsewhere.example/v1/apple/notifications")
