@@ -281,11 +281,25 @@ struct OperatorTests {
             for bad in ["done", "", "PENDING"] {
                 #expect(try await admin.request(.GET, "/admin/v1/revocations?state=\(bad)").code == "invalid_request")
             }
+            // The key mended, an operator retries the failed one now (the console's Retry), not when its lease runs out;
+            // only a failed revocation has the button.
+            let console = String(decoding: try await admin.request(.GET, "/admin/revocations").body, as: UTF8.self)
+            #expect(console.components(separatedBy: "class=\"retry\"").count == 2, "one Retry, the failed revocation's")
+            let action = try #require(
+                console.range(of: #"/admin/revocations/rev_[0-9a-z]+/retry"#, options: .regularExpression).map { String(console[$0]) }
+            )
+            #expect(try await admin.request(.POST, action).status == 303)
+            await h.runJobs(.revocations)
+            #expect((try await admin.request(.GET, "/admin/v1/revocations?state=failed").json["revocations"] as? [Any])?.isEmpty == true)
+            let stillPending = try await admin.request(.GET, "/admin/v1/revocations?state=pending").json["revocations"] as? [[String: Any]]
+            #expect(stillPending?.map { $0["account_id"] as? String } == [heldID], "the pending one keeps its schedule")
+            #expect(try await admin.request(.POST, action).status == 404, "no longer a failed revocation")
+            #expect(try await admin.request(.POST, "/admin/revocations/rev_nope/retry").status == 404)
             // Apple recovers: the revocations leave the lists. The claim first records the backlog it found (the gauges
-            // the alert rules read): the two waiting for Apple (manual_required waits for no one), the oldest an hour old.
+            // the alert rules read): the one still waiting for Apple (manual_required waits for no one), an hour old.
             h.clock.advance(by: 3_600)
             await h.runJobs(.revocations)
-            #expect(h.gaugeValues("orchard_revocations_pending").contains(2), "\(h.gaugeValues("orchard_revocations_pending"))")
+            #expect(h.gaugeValues("orchard_revocations_pending").contains(1), "\(h.gaugeValues("orchard_revocations_pending"))")
             let oldest = h.gaugeValues("orchard_revocation_oldest_pending_seconds")
             // (The deletions' times are kept in milliseconds.)
             #expect(oldest.contains { $0 >= 3_599 && $0 < 3_700 }, "\(oldest)")

@@ -82,6 +82,17 @@ public struct OperatorDesk: Sendable {
         try await storing { try await store.queuedRevocations(state, limit: Self.queueLimit) }
     }
 
+    /// Tries a revocation that waits on an operator (`failed`: Apple refused Orchard's key, or a vault key was missing)
+    /// again now, once the cause is mended, rather than when its lease runs out.
+    ///
+    /// - Throws: `not_found` when no failed revocation has that id.
+    public func retryRevocation(id: String) async throws(AccountsError) {
+        guard OpaqueID.isID(id, prefix: "rev_"), try await storing({ try await store.retryRevocation(id: id, at: accounts.clock.now()) }) else {
+            throw AccountsError(.notFound, "no failed revocation with that id")
+        }
+        wakeups.notify(.revocations)
+    }
+
     /// Webhook deliveries given up, newest first.
     public func failedWebhooks() async throws(AccountsError) -> [FailedWebhook] {
         try await storing { try await store.failedWebhooks(limit: Self.queueLimit) }

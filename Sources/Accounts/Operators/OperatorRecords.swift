@@ -56,6 +56,8 @@ public enum RevocationQueueState: String, Sendable, CaseIterable {
 
 /// A deletion whose revocation at Apple is not done. The account is gone, so nothing personal is left.
 public struct QueuedRevocation: Sendable, Equatable {
+    /// The revocation's id (`rev_…`), for a retry; `nil` for one left to the user (`manual_required`), which has none.
+    public var id: String?
     /// The deleted account's id (absent for a revocation queued before the operators' migration).
     public var accountID: String?
     /// When the account was deleted.
@@ -70,7 +72,16 @@ public struct QueuedRevocation: Sendable, Equatable {
     public var lastError: String?
 
     /// Creates a row.
-    public init(accountID: String?, deletedAt: Date, state: RevocationQueueState, attempts: Int, nextAttemptAt: Date?, lastError: String?) {
+    public init(
+        id: String? = nil,
+        accountID: String?,
+        deletedAt: Date,
+        state: RevocationQueueState,
+        attempts: Int,
+        nextAttemptAt: Date?,
+        lastError: String?
+    ) {
+        self.id = id
         self.accountID = accountID
         self.deletedAt = deletedAt
         self.state = state

@@ -31,6 +31,8 @@ public protocol OperatorDeskStore: Sendable {
     func accounts(id: String, hashes: [String], limit: Int) async throws -> [AccountRecord]
     /// Deletions whose revocation at Apple is not done, in one state, newest first.
     func queuedRevocations(_ state: RevocationQueueState, limit: Int) async throws -> [QueuedRevocation]
+    /// Makes a revocation that waits on an operator (`failed`) due at `now`; `false` when no failed revocation has that id.
+    func retryRevocation(id: String, at now: Date) async throws -> Bool
     /// Webhook deliveries given up, newest first.
     func failedWebhooks(limit: Int) async throws -> [FailedWebhook]
     /// Makes a failed delivery pending again from `now`, with a fresh schedule; `false` when no failed delivery has that id.

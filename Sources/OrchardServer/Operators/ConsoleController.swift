@@ -41,6 +41,7 @@ struct ConsoleController {
         add(pages, .get, "/admin/accounts/{id}/delete", confirmDelete)
         add(pages, .post, "/admin/accounts/{id}/delete", delete)
         add(pages, .get, "/admin/revocations", revocationsPage)
+        add(pages, .post, "/admin/revocations/{id}/retry", retryRevocation)
         add(pages, .get, "/admin/webhooks", webhooksPage)
         add(pages, .post, "/admin/webhooks/{id}/retry", retryWebhook)
         add(pages, .get, "/admin/delivery", deliveryPage)
@@ -317,21 +318,42 @@ struct ConsoleController {
         ]
         for (state, heading) in titles {
             let rows = try await desk.revocations(state).map { row -> [ConsolePage.Cell] in
-                [
+                // Only what waits on an operator is retried by hand; the rest keeps its schedule.
+                let retry =
+                    state == .failed
+                    ? row.id.map {
+                        #"<form method="post" action="/admin/revocations/\#(ConsolePage.escape($0))/retry" class="inline"><button type="submit" class="retry">Retry</button></form>"#
+                    } ?? "" : ""
+                return [
                     .text(row.accountID ?? "—"), .text(ConsolePage.time(row.deletedAt)), .text(String(row.attempts)),
-                    .text(ConsolePage.time(row.nextAttemptAt)), .text(row.lastError ?? "—"),
+                    .text(ConsolePage.time(row.nextAttemptAt)), .text(row.lastError ?? "—"), .markup(retry),
                 ]
             }
             body +=
                 "<h2>\(ConsolePage.escape(heading))</h2>"
                 + ConsolePage.table(
                     id: "revocations-\(state.rawValue)",
-                    headers: ["Account", "Deleted", "Attempts", "Next attempt", "Last error"],
+                    headers: ["Account", "Deleted", "Attempts", "Next attempt", "Last error", ""],
                     rows: rows,
                     empty: "None."
                 )
         }
-        return page(ConsolePage(title: "Revocations", body: body, operatorName: context.operatorName, notice: nil))
+        let notice: String? = request.uri.queryParameters["done"] == "retried" ? "The revocation is being tried again." : nil
+        return page(ConsolePage(title: "Revocations", body: body, operatorName: context.operatorName, notice: notice))
+    }
+
+    @Sendable func retryRevocation(_ request: Request, context: Context) async throws -> Response {
+        let id = try context.parameters.require("id")
+        do {
+            try await desk.retryRevocation(id: id)
+        } catch {
+            guard error.code == .notFound else { throw error }
+            return page(
+                ConsolePage(title: "Not found", body: "", operatorName: context.operatorName, notice: "No failed revocation has that id."),
+                status: .notFound
+            )
+        }
+        return Response(status: .seeOther, headers: [.location: "/admin/revocations?done=retried", .cacheControl: "no-store"])
     }
 
     @Sendable func webhooksPage(_ request: Request, context: Context) async throws -> Response {

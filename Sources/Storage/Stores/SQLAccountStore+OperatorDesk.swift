@@ -41,11 +41,12 @@ extension SQLAccountStore: OperatorDeskStore {
         let condition: SQLQueryString = state == .failed ? failed : "(last_error IS NULL OR NOT \(failed))"
         return try await database.read(
             """
-            SELECT account_id, created_at, attempts, next_attempt_at, last_error FROM revocations
+            SELECT id, account_id, created_at, attempts, next_attempt_at, last_error FROM revocations
             WHERE \(condition) ORDER BY created_at DESC, id LIMIT \(bind: limit)
             """
         ).map { row in
             QueuedRevocation(
+                id: try row.string("id"),
                 accountID: try row.optionalString("account_id"),
                 deletedAt: try row.date("created_at") ?? Date(timeIntervalSince1970: 0),
                 state: state,
@@ -53,6 +54,20 @@ extension SQLAccountStore: OperatorDeskStore {
                 nextAttemptAt: try row.date("next_attempt_at"),
                 lastError: try row.optionalString("last_error")
             )
+        }
+    }
+
+    /// A failed revocation due now, its lease (kept since its last attempt) let go; one still pending is left to its
+    /// schedule.
+    public func retryRevocation(id: String, at now: Date) async throws -> Bool {
+        try await database.withDatabase { db in
+            !(try await db.raw(
+                """
+                UPDATE revocations SET next_attempt_at = \(bind: now.milliseconds), lease_until = NULL
+                WHERE id = \(bind: id) AND last_error IN (\(binds: Self.operatorErrors))
+                RETURNING id
+                """
+            ).all()).isEmpty
         }
     }
 
