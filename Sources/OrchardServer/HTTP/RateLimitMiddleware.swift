@@ -25,31 +25,47 @@ public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
     public init(limiter: RateLimiter<IPAddress>, resolver: ClientAddressResolver, metrics: any MetricsFactory, clearsWebState: Bool = false) {
         self.limiter = limiter
         self.resolver = resolver
-        self.refused = Counter(label: "orchard_rate_limited_total", factory: metrics)
+        self.refused = .rateLimited(metrics)
         self.clearsWebState = clearsWebState
     }
 
     /// Handles one request.
     public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
-        let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
-        guard let client = resolver.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor]) else {
-            return try await next(request, context)
-        }
-        guard let retryAfter = limiter.acquire(client.budgetKey) else {
+        guard let client = resolver.client(of: request, context: context), let retryAfter = limiter.acquire(client.budgetKey) else {
             return try await next(request, context)
         }
         refused.increment()
         context.logger.debug("refused a request over the rate limit", metadata: ["http.route": "\(context.endpointPath ?? "?")"])
-        var headers = HTTPFields()
-        headers[.retryAfter] = String(retryAfter)
-        if clearsWebState {
-            headers.append(HTTPField(name: .setCookie, value: WebStateCookie.expiredCookie))
-        }
-        throw OrchardProblem(
-            .rateLimited,
-            detail: "more than \(limiter.limit) requests a minute from this address; retry after \(retryAfter) s",
-            headers: headers
+        throw OrchardProblem.rateLimited(
+            "more than \(limiter.limit) requests a minute from this address",
+            retryAfter: retryAfter,
+            headers: clearsWebState ? [.setCookie: WebStateCookie.expiredCookie] : [:]
         )
+    }
+}
+
+extension OrchardProblem {
+    /// `429 rate_limited` with `Retry-After`: the one answer of every budget (an address's, a session's, an address's
+    /// failed operator credentials), saying whose budget is spent and when to come back.
+    static func rateLimited(_ spent: String, retryAfter: Int, headers: HTTPFields = [:]) -> OrchardProblem {
+        var headers = headers
+        headers[.retryAfter] = String(retryAfter)
+        return OrchardProblem(.rateLimited, detail: "\(spent); retry after \(retryAfter) s", headers: headers)
+    }
+}
+
+extension Counter {
+    /// The one count of requests refused by any budget.
+    static func rateLimited(_ metrics: any MetricsFactory) -> Counter {
+        Counter(label: "orchard_rate_limited_total", factory: metrics)
+    }
+}
+
+extension ClientAddressResolver {
+    /// The client behind `request`: its peer, or the address a trusted proxy forwarded for it.
+    func client(of request: Request, context: some RemoteAddressRequestContext) -> IPAddress? {
+        let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
+        return client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor])
     }
 }
 

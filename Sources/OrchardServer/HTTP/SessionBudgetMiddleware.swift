@@ -17,7 +17,7 @@ public struct SessionBudgetMiddleware<Context: RequestContext>: RouterMiddleware
     /// Creates the middleware over the budgets every budgeted route shares.
     public init(limiter: RateLimiter<String>, metrics: any MetricsFactory) {
         self.limiter = limiter
-        self.refused = Counter(label: "orchard_rate_limited_total", factory: metrics)
+        self.refused = .rateLimited(metrics)
     }
 
     /// Handles one request.
@@ -27,12 +27,6 @@ public struct SessionBudgetMiddleware<Context: RequestContext>: RouterMiddleware
         }
         refused.increment()
         context.logger.debug("refused a session's request over its budget", metadata: ["http.route": "\(context.endpointPath ?? "?")"])
-        var headers = HTTPFields()
-        headers[.retryAfter] = String(retryAfter)
-        throw OrchardProblem(
-            .rateLimited,
-            detail: "more than \(limiter.limit) requests a minute from this session; retry after \(retryAfter) s",
-            headers: headers
-        )
+        throw OrchardProblem.rateLimited("more than \(limiter.limit) requests a minute from this session", retryAfter: retryAfter)
     }
 }

@@ -180,30 +180,19 @@ struct FailedCredentialBudget: Sendable {
     init(limiter: RateLimiter<IPAddress>, resolver: ClientAddressResolver, metrics: any MetricsFactory) {
         self.limiter = limiter
         self.resolver = resolver
-        self.refused = Counter(label: "orchard_rate_limited_total", factory: metrics)
-    }
-
-    private func client(_ request: Request, context: OrchardRequestContext) -> IPAddress? {
-        let peer = context.remoteAddress?.ipAddress.flatMap { IPAddress($0) }
-        return resolver.client(peer: peer, forwardedFor: request.headers[values: .xForwardedFor])
+        self.refused = .rateLimited(metrics)
     }
 
     /// `429 rate_limited` when the client's budget is spent.
     func refuseIfSpent(_ request: Request, context: OrchardRequestContext) throws {
-        guard let client = client(request, context: context), let retryAfter = limiter.exhausted(client.budgetKey) else { return }
+        guard let client = resolver.client(of: request, context: context), let retryAfter = limiter.exhausted(client.budgetKey) else { return }
         refused.increment()
-        var headers = HTTPFields()
-        headers[.retryAfter] = String(retryAfter)
-        throw OrchardProblem(
-            .rateLimited,
-            detail: "too many credentials that open nothing from this address; retry after \(retryAfter) s",
-            headers: headers
-        )
+        throw OrchardProblem.rateLimited("too many credentials that open nothing from this address", retryAfter: retryAfter)
     }
 
     /// Takes a request from the client's budget.
     func charge(_ request: Request, context: OrchardRequestContext) {
-        guard let client = client(request, context: context) else { return }
+        guard let client = resolver.client(of: request, context: context) else { return }
         _ = limiter.acquire(client.budgetKey)
     }
 }
