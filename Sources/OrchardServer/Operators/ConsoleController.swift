@@ -343,17 +343,9 @@ struct ConsoleController {
     }
 
     @Sendable func retryRevocation(_ request: Request, context: Context) async throws -> Response {
-        let id = try context.parameters.require("id")
-        do {
+        try await retry(context, page: "/admin/revocations", missing: "No failed revocation has that id.") { id throws(AccountsError) in
             try await desk.retryRevocation(id: id)
-        } catch {
-            guard error.code == .notFound else { throw error }
-            return page(
-                ConsolePage(title: "Not found", body: "", operatorName: context.operatorName, notice: "No failed revocation has that id."),
-                status: .notFound
-            )
         }
-        return Response(status: .seeOther, headers: [.location: "/admin/revocations?done=retried", .cacheControl: "no-store"])
     }
 
     @Sendable func webhooksPage(_ request: Request, context: Context) async throws -> Response {
@@ -378,17 +370,26 @@ struct ConsoleController {
     }
 
     @Sendable func retryWebhook(_ request: Request, context: Context) async throws -> Response {
+        try await retry(context, page: "/admin/webhooks", missing: "No failed delivery has that id.") { id throws(AccountsError) in
+            try await desk.retryWebhook(id: id)
+        }
+    }
+
+    /// A Retry button's post: `action` on the path's id, then back to `page` saying so, or a 404 page saying `missing`.
+    private func retry(
+        _ context: Context,
+        page path: String,
+        missing: String,
+        _ action: (String) async throws(AccountsError) -> Void
+    ) async throws -> Response {
         let id = try context.parameters.require("id")
         do {
-            try await desk.retryWebhook(id: id)
+            try await action(id)
         } catch {
             guard error.code == .notFound else { throw error }
-            return page(
-                ConsolePage(title: "Not found", body: "", operatorName: context.operatorName, notice: "No failed delivery has that id."),
-                status: .notFound
-            )
+            return page(ConsolePage(title: "Not found", body: "", operatorName: context.operatorName, notice: missing), status: .notFound)
         }
-        return Response(status: .seeOther, headers: [.location: "/admin/webhooks?done=retried", .cacheControl: "no-store"])
+        return Response(status: .seeOther, headers: [.location: "\(path)?done=retried", .cacheControl: "no-store"])
     }
 
     // MARK: Notifications and the audit log
