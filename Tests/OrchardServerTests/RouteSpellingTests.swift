@@ -106,4 +106,65 @@ struct RouteSpellingTests {
             #expect(reached >= 4, "the empty-segment spellings reach the route")
         }
     }
+
+    @Test(
+        "every operator route, however spelled: without a credential 401 (never an answer), a console cookie from a foreign Origin 403 and on record, and 404 on the public listener"
+    )
+    func operatorRoutesWhateverTheSpelling() async throws {
+        try await OperatorTests.withAdmin { admin in
+            let user = try await admin.h.signUp(admin.h.emulator.makeUser())
+            let id = try await OperatorTests.accountID(admin, session: user)
+            let adminPort = try #require(URL(string: admin.base)?.port)
+            let routes = [
+                ("GET", "/admin/v1/accounts?q=\(id)"), ("GET", "/admin/v1/accounts/\(id)"), ("DELETE", "/admin/v1/accounts/\(id)/sessions"),
+                ("DELETE", "/admin/v1/accounts/\(id)"), ("GET", "/admin/v1/revocations"), ("GET", "/admin/v1/webhooks"),
+                ("POST", "/admin/v1/webhooks/whd_x/retry"), ("GET", "/admin/v1/notifications"), ("GET", "/admin/v1/delivery"),
+                ("GET", "/admin/v1/audit"), ("POST", "/admin/search"), ("POST", "/admin/accounts/\(id)/end-sessions"),
+                ("POST", "/admin/accounts/\(id)/delete"), ("POST", "/admin/revocations/rev_x/retry"), ("GET", "/admin/audit"),
+            ]
+            var refused = 0
+            for (method, path) in routes {
+                for spelling in Self.spellings(path) {
+                    let answer = try await RawHTTP.send(port: adminPort, method, spelling)
+                    // The console's pages send a browser to the sign-in form; the API answers 401; dot segments are 404.
+                    #expect([303, 401, 404].contains(answer.status), "\(method) \(spelling) answered \(answer.status)")
+                    if answer.status == 303 { #expect(answer.header("Location") == "/admin") }
+                    if answer.status == 401 {
+                        #expect(answer.code == "operator_unauthorized")
+                        refused += 1
+                    }
+                    let outside = try await RawHTTP.send(
+                        port: admin.h.server.port,
+                        method,
+                        spelling,
+                        headers: [("Authorization", "Bearer \(admin.token)")]
+                    )
+                    #expect(outside.status == 404, "the public listener answered \(method) \(spelling) \(outside.status)")
+                }
+            }
+            #expect(refused >= 10 * 4, "only \(refused) spellings met the operator check")
+
+            // A console cookie from another site changes nothing, whatever the spelling, and each try is on record.
+            let form = [("Content-Type", "application/x-www-form-urlencoded")]
+            let encoded = try #require(admin.token.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+            let login = try await admin.request(.POST, "/admin/login", bearer: .some(nil), headers: form, body: Data("token=\(encoded)".utf8))
+            let cookie = try #require(login.headers(named: "Set-Cookie").first { $0.hasPrefix(OperatorCookie.name + "=") }?.prefix { $0 != ";" })
+            let foreign = [("Cookie", String(cookie)), ("Origin", "https://evil.example")]
+            var forbidden = 0
+            for (method, path) in routes where method != "GET" {
+                for spelling in Self.spellings(path) {
+                    let answer = try await RawHTTP.send(port: adminPort, method, spelling, headers: foreign)
+                    #expect([403, 404].contains(answer.status), "\(method) \(spelling) answered \(answer.status)")
+                    if answer.status == 403 {
+                        #expect(answer.code == "csrf_rejected")
+                        forbidden += 1
+                    }
+                }
+            }
+            #expect(forbidden >= 7 * 4, "only \(forbidden) spellings met the Origin check")
+            #expect(try await admin.h.rowCount("accounts") == 1, "the account is intact")
+            #expect(try await admin.h.request(.GET, "/v1/session", bearer: user).status == 200, "its session is intact")
+            #expect(try await admin.h.rowCount("operator_audit WHERE status = 403") == forbidden)
+        }
+    }
 }
