@@ -42,7 +42,7 @@ extension InMemoryStore: AccountChangeStore {
             }
             tables.add(change.history)
             if let jti = change.completesNotification {
-                tables.inbox[jti]?.processed = (change.at, "processed")
+                tables.inbox[jti]?.processed = (change.at, InboxOutcome.Kind.processed.rawValue)
                 tables.inbox[jti]?.entry.sealedEvent = nil
             }
             return .applied(revocation: revocation)
@@ -105,7 +105,7 @@ extension InMemoryStore: NotificationInbox {
                     tables.inbox[jti]?.nextAttemptAt = next
                     tables.inbox[jti]?.entry.attempts += 1
                 case .failed:
-                    tables.inbox[jti]?.processed = (now, "failed")
+                    tables.inbox[jti]?.processed = (now, InboxOutcome.Kind.failed.rawValue)
                 }
             }
         }

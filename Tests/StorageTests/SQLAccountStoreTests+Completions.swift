@@ -91,8 +91,8 @@ extension SQLAccountStoreTests {
             let byJTI = Dictionary(uniqueKeysWithValues: claimed.map { ($0.jti, $0) })
             try await store.completeNotifications(
                 [
-                    JobResult(job: try #require(byJTI["a"]), outcome: .done("unknown_subject")),
-                    JobResult(job: try #require(byJTI["b"]), outcome: .done("unknown_type")),
+                    JobResult(job: try #require(byJTI["a"]), outcome: .done(InboxOutcome(.unknownSubject))),
+                    JobResult(job: try #require(byJTI["b"]), outcome: .done(InboxOutcome(.unknownType))),
                     JobResult(job: try #require(byJTI["c"]), outcome: .retry(at: now.addingTimeInterval(2), error: "boom")),
                 ],
                 at: now.addingTimeInterval(1)

@@ -15,7 +15,7 @@ extension NotificationHandler {
     /// statement, against a sign-in that commits meanwhile.
     enum Decision: Equatable {
         /// Recorded with this outcome and not acted on.
-        case ignore(String)
+        case ignore(InboxOutcome.Kind)
         /// Apple's email forwarding changed.
         case setEmailForwarding(EmailForwarding, ChangeCondition)
         /// Sessions end, the credential is revoked (`consent-revoked` under `sign-out`).
@@ -30,8 +30,8 @@ extension NotificationHandler {
     /// signed up or authorized the app again after it), is about an earlier grant and must not touch the newer one.
     static func decide(_ event: AppleNotificationEvent, about account: AccountRecord, policy: Policy) -> Decision {
         let leeway = policy.clockLeeway.seconds
-        if event.eventTime < account.createdAt.addingTimeInterval(-leeway) { return .ignore("predates_account") }
-        if event.eventTime < account.latestGrant.addingTimeInterval(-leeway) { return .ignore("predates_grant") }
+        if event.eventTime < account.createdAt.addingTimeInterval(-leeway) { return .ignore(.predatesAccount) }
+        if event.eventTime < account.latestGrant.addingTimeInterval(-leeway) { return .ignore(.predatesGrant) }
         let condition = ChangeCondition.grantedNoLaterThan(event.eventTime.addingTimeInterval(leeway))
         switch event.type {
         case .emailEnabled: return .setEmailForwarding(.enabled, condition)
@@ -39,7 +39,7 @@ extension NotificationHandler {
         case .consentRevoked:
             return policy.consentRevoked == .signOut ? .revokeCredential(condition) : .delete(.consentRevoked, condition)
         case .accountDelete: return .delete(.appleAccountDeleted, condition)
-        case .unknown: return .ignore("unknown_type")
+        case .unknown: return .ignore(.unknownType)
         }
     }
 }

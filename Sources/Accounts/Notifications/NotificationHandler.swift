@@ -125,41 +125,33 @@ public struct NotificationHandler: JobHandler {
     /// The one step both paths take: opens each entry's event, finds every account they are about in one read, and
     /// decides. An event that cannot be opened or decoded fails in its own place; a store that cannot be read throws.
     private func read(_ entries: [InboxEntry], logger: Logger) async throws -> [Result<Reading, any Error>] {
-        var readings: [Result<Reading, any Error>] = []
-        var events: [(position: Int, event: AppleNotificationEvent, candidates: [String])] = []
-        for entry in entries {
-            guard let sealed = entry.sealedEvent else {
-                readings.append(.success(.recorded("no_event")))
-                continue
-            }
-            do {
+        // Each entry's event and the hashes its subject may be stored under; `nil` when its sealed event is gone.
+        let opened = entries.map { entry in
+            Result { () throws -> (event: AppleNotificationEvent, candidates: [String])? in
+                guard let sealed = entry.sealedEvent else { return nil }
                 let json = try vault.open(sealed, context: SealingContext.notification(entry.jti))
                 let event = try JSONDecoder().decode(AppleNotificationEvent.self, from: Data(json.value.utf8))
-                events.append((readings.count, event, vault.subjectHashCandidates(event.sub)))
-                readings.append(.success(.recorded("no_event")))  // decided below
-            } catch {
-                readings.append(.failure(error))
+                return (event, vault.subjectHashCandidates(event.sub))
             }
         }
-        guard !events.isEmpty else { return readings }
-        let found = try await accounts.accounts(subjectHashes: events.flatMap(\.candidates))
+        let candidates = opened.flatMap { (try? $0.get())??.candidates ?? [] }
+        let found = candidates.isEmpty ? [] : try await accounts.accounts(subjectHashes: candidates)
         let bySubjectHash = Dictionary(found.map { ($0.subjectHash, $0) }, uniquingKeysWith: { first, _ in first })
-        for (position, event, candidates) in events {
-            let entry = entries[position]
-            guard let account = candidates.lazy.compactMap({ bySubjectHash[$0] }).first else {
-                logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
-                readings[position] = .success(.recorded("unknown_subject"))
-                continue
-            }
-            let decision = Self.decide(event, about: account, policy: policy)
-            if case .ignore(let why) = decision {
-                logIgnored(why, entry, event, logger: logger)
-                readings[position] = .success(.recorded(InboxOutcome(why, accountID: account.id)))
-            } else {
-                readings[position] = .success(.decided(event, account, decision))
+        return zip(entries, opened).map { entry, opening in
+            opening.map { opened -> Reading in
+                guard let (event, candidates) = opened else { return .recorded(InboxOutcome(.noEvent)) }
+                guard let account = candidates.lazy.compactMap({ bySubjectHash[$0] }).first else {
+                    logger.debug("notification for an unknown subject recorded", metadata: ["notification.jti": "\(entry.jti)"])
+                    return .recorded(InboxOutcome(.unknownSubject))
+                }
+                let decision = Self.decide(event, about: account, policy: policy)
+                if case .ignore(let why) = decision {
+                    logIgnored(why, entry, event, logger: logger)
+                    return .recorded(InboxOutcome(why, accountID: account.id))
+                }
+                return .decided(event, account, decision)
             }
         }
-        return readings
     }
 
     /// Acts on one notification; a failure is retried with backoff.
@@ -186,7 +178,7 @@ public struct NotificationHandler: JobHandler {
     /// Acts on the notification; returns the inbox outcome to record.
     private func process(_ entry: InboxEntry, logger: Logger) async throws -> InboxOutcome {
         let now = clock.now()
-        guard let reading = try await read([entry], logger: logger).first else { return "no_event" }
+        guard let reading = try await read([entry], logger: logger).first else { return InboxOutcome(.noEvent) }
         let (event, account, decision): (AppleNotificationEvent, AccountRecord, Decision)
         switch try reading.get() {
         case .recorded(let outcome): return outcome
@@ -222,22 +214,22 @@ public struct NotificationHandler: JobHandler {
 
     /// The inbox outcome of a change. An applied change marked the notification processed in its own transaction;
     /// recording is then a no-op.
-    private func recorded(_ outcome: AccountChangeOutcome, _ entry: InboxEntry, logger: Logger) -> String {
+    private func recorded(_ outcome: AccountChangeOutcome, _ entry: InboxEntry, logger: Logger) -> InboxOutcome.Kind {
         switch outcome {
-        case .applied: return "processed"
-        case .gone: return "unknown_subject"
+        case .applied: return .processed
+        case .gone: return .unknownSubject
         case .superseded:
             logger.info(
                 "notification older than the account's latest grant recorded and not acted on",
                 metadata: ["notification.jti": "\(entry.jti)"]
             )
-            return "predates_grant"
+            return .predatesGrant
         }
     }
 
     /// Logs a notification recorded without being acted on.
-    private func logIgnored(_ why: String, _ entry: InboxEntry, _ event: AppleNotificationEvent, logger: Logger) {
-        if why == "predates_account" || why == "predates_grant" {
+    private func logIgnored(_ why: InboxOutcome.Kind, _ entry: InboxEntry, _ event: AppleNotificationEvent, logger: Logger) {
+        if why == .predatesAccount || why == .predatesGrant {
             logger.info(
                 "notification older than its account or its latest grant recorded and not acted on",
                 metadata: ["notification.jti": "\(entry.jti)"]

@@ -12,22 +12,38 @@ public protocol NotificationInbox: Sendable {
     func completeNotifications(_ results: [JobResult<InboxEntry, InboxOutcome>], at now: Date) async throws
 }
 
-/// How a notification's processing ended: the outcome the inbox records (`processed`, `unknown_subject`,
-/// `predates_grant`, `unknown_type`, …) and the account it concerned, when one was found.
-public struct InboxOutcome: Sendable, Equatable, ExpressibleByStringLiteral {
-    /// The outcome's name, as the inbox stores it.
-    public var name: String
+/// How a notification's processing ended: the outcome the inbox records and the account it concerned, when one was
+/// found.
+public struct InboxOutcome: Sendable, Equatable {
+    /// What became of a notification, by the name the inbox stores (its `outcome` column, which operators read).
+    public enum Kind: String, Sendable, CaseIterable {
+        /// Acted on: the account change it asked for committed, or was already so.
+        case processed
+        /// About no account Orchard holds (never signed in here, or deleted since).
+        case unknownSubject = "unknown_subject"
+        /// A type Apple may add that Orchard does not know: recorded, not acted on.
+        case unknownType = "unknown_type"
+        /// Happened before the account existed: about an earlier account of the same Apple ID.
+        case predatesAccount = "predates_account"
+        /// Happened before the account's latest grant: about a grant the user has renewed since.
+        case predatesGrant = "predates_grant"
+        /// Its sealed event was gone when it was read (a notification processed meanwhile).
+        case noEvent = "no_event"
+        /// Given up after its retries.
+        case failed
+    }
+
+    /// What became of it.
+    public var kind: Kind
     /// The account the notification was about, when one was found.
     public var accountID: String?
 
-    /// Creates an outcome.
-    public init(_ name: String, accountID: String? = nil) {
-        self.name = name
-        self.accountID = accountID
-    }
+    /// The outcome's name, as the inbox stores it.
+    public var name: String { kind.rawValue }
 
-    /// An outcome about no account.
-    public init(stringLiteral name: String) {
-        self.init(name)
+    /// Creates an outcome.
+    public init(_ kind: Kind, accountID: String? = nil) {
+        self.kind = kind
+        self.accountID = accountID
     }
 }

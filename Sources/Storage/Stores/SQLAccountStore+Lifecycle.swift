@@ -109,7 +109,7 @@ extension SQLAccountStore: AccountChangeStore {
             }
             try await Self.insertEvents(change.history, on: db)
             if let jti = change.completesNotification {
-                try await Self.completeNotification(jti: jti, outcome: "processed", accountID: change.accountID, at: at, in: db)
+                try await Self.completeNotification(jti: jti, outcome: .processed, accountID: change.accountID, at: at, in: db)
             }
             return .applied(revocation: revocation)
         }

@@ -39,7 +39,7 @@ extension SQLAccountStore: NotificationInbox {
             case .done(let outcome):
                 finished[outcome.name, default: []].append((result.job.jti, outcome.accountID))
             case .failed:
-                finished["failed", default: []].append((result.job.jti, nil))
+                finished[InboxOutcome.Kind.failed.rawValue, default: []].append((result.job.jti, nil))
             case .retry(let next, _):
                 retries.append((result.job.jti, result.job.attempts + 1, next.milliseconds))
             }
@@ -89,10 +89,10 @@ extension SQLAccountStore: NotificationInbox {
         return expression + " ELSE account_id END"
     }
 
-    static func completeNotification(jti: String, outcome: String, accountID: String, at: Int64, in db: any SQLDatabase) async throws {
+    static func completeNotification(jti: String, outcome: InboxOutcome.Kind, accountID: String, at: Int64, in db: any SQLDatabase) async throws {
         try await db.raw(
             """
-            UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: outcome),
+            UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: outcome.rawValue),
                 account_id = \(bind: accountID), next_attempt_at = NULL, lease_until = NULL
             WHERE jti = \(bind: jti)
             """
