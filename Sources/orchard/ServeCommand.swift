@@ -78,9 +78,10 @@ struct ServeCommand: AsyncParsableCommand {
             ]
             if let tracing { services.insert(.init(service: tracing, serviceName: "OTelTracing"), at: 0) }
             // Last, so that a signal reaches it first (the group shuts its services down in reverse order).
+            let signal = ShutdownSignal()
             services.append(
                 .init(
-                    service: ShutdownDeadline(grace: configuration.listener.shutdownGrace, logger: logger),
+                    service: ShutdownDeadline(grace: configuration.listener.shutdownGrace, logger: logger, signal: signal),
                     successTerminationBehavior: .ignore,
                     serviceName: "ShutdownDeadline"
                 )
@@ -94,7 +95,16 @@ struct ServeCommand: AsyncParsableCommand {
             // A backstop for a group that ends without a signal (a service failed); after a signal, ShutdownDeadline
             // exits first, with the status the contract gives.
             group.maximumCancellationDuration = ShutdownDeadline.cancellation * 2
-            try await ServiceGroup(configuration: group).run()
+            do {
+                try await ServiceGroup(configuration: group).run()
+            } catch  where signal.hasCome {
+                // Work cancelled past the grace may end its service with an error; serve still exits 0, as the
+                // contract's shutdown says, and the log tells what ended so (its type: a description may hold a URL).
+                logger.error(
+                    "a service ended with an error while serve shut down; exiting 0 as after every SIGTERM or SIGINT",
+                    metadata: ["error.type": "\(type(of: error))"]
+                )
+            }
         } catch let error as ConfigurationError {
             try? await httpClient.shutdown()
             CommandSupport.fail(error)

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// Ends `serve` when its graceful shutdown cannot. It is told of a SIGTERM or SIGINT before every other service and
 /// gives the rest ORCHARD_SHUTDOWN_GRACE plus ``cancellation`` to finish; past that it logs an error and exits 0, as the
@@ -14,6 +15,8 @@ struct ShutdownDeadline: Service, CustomStringConvertible {
 
     let grace: Duration
     let logger: Logger
+    /// Set once a SIGTERM or SIGINT has come.
+    let signal: ShutdownSignal
 
     /// Its grace (a service group logs each service's description).
     var description: String { "ShutdownDeadline(grace: \(grace))" }
@@ -24,6 +27,7 @@ struct ShutdownDeadline: Service, CustomStringConvertible {
         } catch {
             return  // Cancelled: the group ends for another reason, and its own limit applies.
         }
+        signal.received()
         let logger = self.logger
         let limit = grace + Self.cancellation
         let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
@@ -37,4 +41,15 @@ struct ShutdownDeadline: Service, CustomStringConvertible {
             _exit(0)
         }
     }
+}
+
+/// Whether `serve` was told to stop: after that, it exits 0 whatever its services end with (the contract's shutdown).
+final class ShutdownSignal: Sendable {
+    private let state = Atomic(false)
+
+    /// A SIGTERM or SIGINT has come.
+    func received() { state.store(true, ordering: .sequentiallyConsistent) }
+
+    /// Whether one has.
+    var hasCome: Bool { state.load(ordering: .sequentiallyConsistent) }
 }

@@ -74,7 +74,8 @@ struct LogSecretsTests {
         #expect(await eventually(timeout: 30) { !receiver.attempts.isEmpty }, "the webhook was attempted")
         receiver.setBehaviour(.accept)
         #expect(await eventually(timeout: 60) { !receiver.delivered.isEmpty }, "the webhook was delivered")
-        #expect(await serve.terminate() == 0)
+        let status = await serve.terminate()
+        #expect(status == 0, "serve exited \(status); the end of its log: \(serve.logText.suffix(6_000))")
 
         let log = serve.logText
         #expect(log.contains("trace") || log.contains("debug"), "the log is at trace: \(log.prefix(500))")
