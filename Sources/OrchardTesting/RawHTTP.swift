@@ -281,15 +281,35 @@ private struct TimerProbes {
     }
 }
 
-/// The longest any of this process's event loops went without running its jobs, from the watch's start until
-/// ``stop()``: each loop runs a tick every 50 ms, and a tick that comes later than that says the loop was held up for
-/// the difference (a test process too busy to run its loops: its server accepts, and arms deadlines, late by as much).
+/// The longest any of this process's event loops, or its concurrency pool, went without running its jobs, from the
+/// watch's start until ``stop()``: each loop, and a task on the pool, runs a tick every 50 ms, and a tick that comes
+/// later than that says it was held up for the difference (a test process too busy to run them: its server accepts,
+/// finishes answers, and arms deadlines, late by as much).
 private final class LoopStalls: Sendable {
     private static let interval = TimeAmount.milliseconds(50)
     private let longest = Mutex<Int64>(0)
     private let ticks = Mutex<[RepeatedTask]>([])
+    private let pool = Mutex<Task<Void, Never>?>(nil)
 
     init() {
+        // The concurrency pool too: in process, the server's handlers run there, and a pool kept busy by other tests
+        // finishes an answer late, and with it the moment the server reads the next request and arms its deadline.
+        let task = Task.detached { [weak self] in
+            let interval = Duration.milliseconds(50)
+            var last = ContinuousClock.now
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                let now = ContinuousClock.now
+                let held = now - last - interval
+                last = now
+                if held > .zero {
+                    self?.longest.withLock {
+                        $0 = max($0, Int64(held.components.seconds) * 1_000_000_000 + held.components.attoseconds / 1_000_000_000)
+                    }
+                }
+            }
+        }
+        pool.withLock { $0 = task }
         let started = MultiThreadedEventLoopGroup.singleton.makeIterator().map { loop in
             let last = Mutex(NIODeadline.now())
             return loop.scheduleRepeatedTask(initialDelay: Self.interval, delay: Self.interval) { [weak self] _ in
@@ -307,6 +327,7 @@ private final class LoopStalls: Sendable {
     /// Stops the ticks; the longest stall seen.
     func stop() -> Duration {
         for tick in ticks.withLock({ $0 }) { tick.cancel() }
+        pool.withLock { $0?.cancel() }
         return .nanoseconds(longest.withLock { $0 })
     }
 }
