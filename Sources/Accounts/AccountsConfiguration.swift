@@ -1,3 +1,4 @@
+import AppleID
 public import Foundation
 
 /// The lifecycle's settings, with the contract's defaults, in one place.
@@ -96,12 +97,4 @@ public enum ConsentRevokedPolicy: String, Sendable, CaseIterable {
     case signOut = "sign-out"
     /// Delete the account, as TN3194 does when the revocation follows a deletion request.
     case delete
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    package var seconds: Double {
-        let parts = components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
 }

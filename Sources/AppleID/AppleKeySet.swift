@@ -52,8 +52,8 @@ public actor AppleKeySet {
     ) {
         self.source = source
         self.clock = clock
-        self.minimumRefetchInterval = minimumRefetchInterval.timeInterval
-        self.maximumAge = maximumAge.timeInterval
+        self.minimumRefetchInterval = minimumRefetchInterval.seconds
+        self.maximumAge = maximumAge.seconds
         self.logger = logger
     }
 

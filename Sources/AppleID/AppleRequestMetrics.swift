@@ -29,13 +29,11 @@ enum AppleRequestMetrics {
 
     /// Records one request's duration under its endpoint and outcome.
     static func record(_ endpoint: Endpoint, _ outcome: Outcome, duration: Duration, factory: any MetricsFactory) {
-        let (seconds, attoseconds) = duration.components
-        let nanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         Metrics.Timer(
             label: label,
             dimensions: [("endpoint", endpoint.rawValue), ("outcome", outcome.rawValue)],
             factory: factory
-        ).recordNanoseconds(nanoseconds)
+        ).recordNanoseconds(duration.nanoseconds)
     }
 
     /// The outcome that an error of this module stands for.

@@ -45,7 +45,7 @@ extension AppleTokenVerifier {
     /// Step 6a: the token has not expired: `exp` is later than `now` − leeway.
     func checkExpiry(_ envelope: TokenEnvelope, now: Date) throws(AppleIDError) {
         guard let exp = envelope.exp else { throw .expired("the token names no exp") }
-        guard exp > now.addingTimeInterval(-leeway.timeInterval) else {
+        guard exp > now.addingTimeInterval(-leeway.seconds) else {
             throw .expired("expired at \(Self.timestamp(exp)), before \(Self.timestamp(now)) with \(leeway) leeway")
         }
     }
@@ -53,7 +53,7 @@ extension AppleTokenVerifier {
     /// Step 6b: the token was not issued in the future: `iat` is not later than `now` + leeway.
     func checkIssuedAt(_ envelope: TokenEnvelope, now: Date) throws(AppleIDError) {
         guard let iat = envelope.iat else { throw .expired("the token names no iat") }
-        guard iat <= now.addingTimeInterval(leeway.timeInterval) else {
+        guard iat <= now.addingTimeInterval(leeway.seconds) else {
             throw .expired("issued at \(Self.timestamp(iat)), after \(Self.timestamp(now)) plus \(leeway) leeway")
         }
     }

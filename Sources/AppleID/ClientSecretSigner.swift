@@ -121,7 +121,7 @@ public actor ClientSecretSigner {
         let now = clock.now()
         if let cached = cache[clientID] {
             let age = now.timeIntervalSince(cached.issuedAt)
-            if age >= 0, age < lifetime.timeInterval / 2 { return cached.secret }
+            if age >= 0, age < lifetime.seconds / 2 { return cached.secret }
         }
         let secret = try await sign(for: clientID, at: now)
         cache[clientID] = (secret, Date(timeIntervalSince1970: now.timeIntervalSince1970.rounded(.down)))

@@ -1,3 +1,4 @@
+import AppleID
 import Foundation
 import NIOCore
 import NIOPosix
@@ -304,7 +305,7 @@ private final class LoopStalls: Sendable {
                 last = now
                 if held > .zero {
                     self?.longest.withLock {
-                        $0 = max($0, Int64(held.components.seconds) * 1_000_000_000 + held.components.attoseconds / 1_000_000_000)
+                        $0 = max($0, held.nanoseconds)
                     }
                 }
             }

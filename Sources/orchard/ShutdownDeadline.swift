@@ -1,3 +1,4 @@
+import AppleID
 import Dispatch
 import Foundation
 import Logging
@@ -30,9 +31,8 @@ struct ShutdownDeadline: Service, CustomStringConvertible {
         signal.received()
         let logger = self.logger
         let limit = grace + Self.cancellation
-        let nanoseconds = limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000
         // A dispatch timer, not a task: it must fire even when the tasks that hold serve up hold its executors too.
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) {
             logger.error(
                 "shutdown did not finish in time: exiting with work left (a database that stopped answering?)",
                 metadata: ["shutdown.limit_seconds": "\(limit.components.seconds)"]

@@ -1,4 +1,5 @@
 import Accounts
+import AppleID
 import AppleIDEmulator
 import Foundation
 import NIOHTTP1

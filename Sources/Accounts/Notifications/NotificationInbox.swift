@@ -16,7 +16,7 @@ public protocol NotificationInbox: Sendable {
 /// found.
 public struct InboxOutcome: Sendable, Equatable {
     /// What became of a notification, by the name the inbox stores (its `outcome` column, which operators read).
-    public enum Kind: String, Sendable, CaseIterable {
+    public enum Kind: String, Sendable {
         /// Acted on: the account change it asked for committed, or was already so.
         case processed
         /// About no account Orchard holds (never signed in here, or deleted since).

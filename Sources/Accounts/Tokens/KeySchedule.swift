@@ -1,3 +1,4 @@
+import AppleID
 public import Foundation
 
 /// Where a signing key is in its life.

@@ -1,3 +1,4 @@
+import AppleID
 public import Foundation
 
 /// When an account's refresh token is next due for validation.

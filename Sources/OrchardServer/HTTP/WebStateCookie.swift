@@ -1,4 +1,5 @@
 import Accounts
+import AppleID
 import Foundation
 public import HTTPTypes
 

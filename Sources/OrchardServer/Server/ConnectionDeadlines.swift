@@ -89,7 +89,6 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     private let timeouts: Timeouts
-    private var headTimeout: TimeAmount { timeouts.head }
     private var phase = Phase.awaitingHead
     private var timer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
@@ -100,7 +99,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { arm(headTimeout) }
+        if context.channel.isActive { arm(timeouts.head) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -109,7 +108,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if case .awaitingHead = phase { arm(headTimeout) }
+        if case .awaitingHead = phase { arm(timeouts.head) }
         context.fireChannelActive()
     }
 
@@ -123,7 +122,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
         case .idle:
             disarm()
             phase = .awaitingHead
-            arm(headTimeout)
+            arm(timeouts.head)
         case .answering:
             phase = .answering(bytesArrived: true)
         case .awaitingHead, .readingBody, .multiplexed:
@@ -153,7 +152,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
         switch phase {
         case .answering(bytesArrived: true):
             phase = .awaitingHead
-            arm(headTimeout)
+            arm(timeouts.head)
         case .answering(bytesArrived: false), .awaitingHead, .readingBody:
             disarm()
             phase = .idle
@@ -172,7 +171,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
         case .idle:
             disarm()
             phase = .awaitingHead
-            arm(headTimeout)
+            arm(timeouts.head)
         case .awaitingHead, .readingBody, .multiplexed:
             break
         }

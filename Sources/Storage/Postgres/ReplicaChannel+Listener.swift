@@ -1,4 +1,5 @@
 import Accounts
+import AppleID
 import Foundation
 import Logging
 import Metrics
