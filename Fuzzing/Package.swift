@@ -4,7 +4,7 @@ import Foundation
 import PackageDescription
 
 // libFuzzer targets for the parsers that face the internet. Build and run them with `Fuzzing/run` (it passes
-// `-sanitize=fuzzer,address`); they do not build without that flag, so they live outside the main package.
+// `-sanitize=fuzzer`); they do not build without that flag, so they live outside the main package.
 //
 // `.package(path: "../")` gives the main package the identity of its checkout's folder: derive it from this manifest's
 // own path, so the package builds in a clone or worktree under any name.
