@@ -18,6 +18,24 @@ struct RouteSpellingTests {
         ]
     }
 
+    /// Sends every spelling of each route to `port` with a cookie from a foreign Origin: each answer is 403
+    /// `csrf_rejected` (the spelling reached the route) or 404 (it did not), never clears the site; returns the 403s.
+    static func foreignOriginRefusals(port: Int, _ routes: [(String, String)], headers: [(String, String)]) async throws -> Int {
+        var refused = 0
+        for (method, path) in routes {
+            for spelling in spellings(path) {
+                let answer = try await RawHTTP.send(port: port, method, spelling, headers: headers)
+                #expect([403, 404].contains(answer.status), "\(method) \(spelling) answered \(answer.status)")
+                if answer.status == 403 {
+                    #expect(answer.code == "csrf_rejected")
+                    refused += 1
+                }
+                #expect(answer.header("Clear-Site-Data") == nil)
+            }
+        }
+        return refused
+    }
+
     @Test("past the budget, no spelling of a rate-limited route succeeds or stores a row")
     func rateLimitWhateverTheSpelling() async throws {
         try await OrchardHarness.withWebFlow(configure: Self.limitOfTwo) { h, _ in
@@ -54,18 +72,7 @@ struct RouteSpellingTests {
             let port = h.server.port
             let headers = [("Cookie", "__Host-orchard_session=\(cookie)"), ("Origin", "https://evil.example")]
             let routes = [("DELETE", "/v1/account"), ("DELETE", "/v1/session"), ("DELETE", "/v1/sessions"), ("POST", "/v1/session/token")]
-            var refused = 0
-            for (method, path) in routes {
-                for spelling in Self.spellings(path) {
-                    let answer = try await RawHTTP.send(port: port, method, spelling, headers: headers)
-                    #expect([403, 404].contains(answer.status), "\(method) \(spelling) answered \(answer.status)")
-                    if answer.status == 403 {
-                        #expect(answer.code == "csrf_rejected")
-                        refused += 1
-                    }
-                    #expect(answer.header("Clear-Site-Data") == nil)
-                }
-            }
+            let refused = try await Self.foreignOriginRefusals(port: port, routes, headers: headers)
             // The spellings that reach a route (the extra slashes; dot segments are 404) meet the Origin check there.
             #expect(refused >= routes.count * 4, "only \(refused) spellings met the Origin check")
             #expect(try await h.rowCount("accounts") == 1, "the account is intact")
@@ -150,17 +157,7 @@ struct RouteSpellingTests {
             let login = try await admin.request(.POST, "/admin/login", bearer: .some(nil), headers: form, body: Data("token=\(encoded)".utf8))
             let cookie = try #require(login.headers(named: "Set-Cookie").first { $0.hasPrefix(OperatorCookie.name + "=") }?.prefix { $0 != ";" })
             let foreign = [("Cookie", String(cookie)), ("Origin", "https://evil.example")]
-            var forbidden = 0
-            for (method, path) in routes where method != "GET" {
-                for spelling in Self.spellings(path) {
-                    let answer = try await RawHTTP.send(port: adminPort, method, spelling, headers: foreign)
-                    #expect([403, 404].contains(answer.status), "\(method) \(spelling) answered \(answer.status)")
-                    if answer.status == 403 {
-                        #expect(answer.code == "csrf_rejected")
-                        forbidden += 1
-                    }
-                }
-            }
+            let forbidden = try await Self.foreignOriginRefusals(port: adminPort, routes.filter { $0.0 != "GET" }, headers: foreign)
             #expect(forbidden >= 7 * 4, "only \(forbidden) spellings met the Origin check")
             #expect(try await admin.h.rowCount("accounts") == 1, "the account is intact")
             #expect(try await admin.h.request(.GET, "/v1/session", bearer: user).status == 200, "its session is intact")
