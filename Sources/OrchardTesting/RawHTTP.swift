@@ -296,18 +296,13 @@ private final class LoopStalls: Sendable {
         // The concurrency pool too: in process, the server's handlers run there, and a pool kept busy by other tests
         // finishes an answer late, and with it the moment the server reads the next request and arms its deadline.
         let task = Task.detached { [weak self] in
-            let interval = Duration.milliseconds(50)
+            let interval = Duration.nanoseconds(Self.interval.nanoseconds)
             var last = ContinuousClock.now
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 let now = ContinuousClock.now
-                let held = now - last - interval
+                self?.held((now - last - interval).nanoseconds)
                 last = now
-                if held > .zero {
-                    self?.longest.withLock {
-                        $0 = max($0, held.nanoseconds)
-                    }
-                }
             }
         }
         pool.withLock { $0 = task }
@@ -315,14 +310,20 @@ private final class LoopStalls: Sendable {
             let last = Mutex(NIODeadline.now())
             return loop.scheduleRepeatedTask(initialDelay: Self.interval, delay: Self.interval) { [weak self] _ in
                 let now = NIODeadline.now()
-                let held = last.withLock { previous in
-                    defer { previous = now }
-                    return (now - previous - Self.interval).nanoseconds
-                }
-                if held > 0 { self?.longest.withLock { $0 = max($0, held) } }
+                self?.held(
+                    last.withLock { previous in
+                        defer { previous = now }
+                        return (now - previous - Self.interval).nanoseconds
+                    }
+                )
             }
         }
         ticks.withLock { $0 = started }
+    }
+
+    /// A tick came `nanoseconds` later than its interval (nothing when it came on time).
+    private func held(_ nanoseconds: Int64) {
+        if nanoseconds > 0 { longest.withLock { $0 = max($0, nanoseconds) } }
     }
 
     /// Stops the ticks; the longest stall seen.
