@@ -61,8 +61,8 @@ struct HungDatabaseTests {
         #expect(during.status == 503)
         #expect(during.code == "storage_unavailable")
         #expect(stage.proxy.heldBytes > 0, "the read never reached the stalled database")
-        // The store's deadline is 10 s, counted from when serve begins the read (or waits for a connection for it, all
-        // of them held by the job loops' stalled claims): a moment no one outside serve sees, and never before the
+        // The store's deadline is 10 s, counted from when serve begins the read (or, when the job loops' stalled claims
+        // hold every connection, begins to wait for one): a moment no one outside serve sees, and never before the
         // request is sent. The margin is for a loaded machine on which serve reads the request late.
         #expect(took < .seconds(30), "answered after \(took)")
     }
