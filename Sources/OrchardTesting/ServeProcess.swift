@@ -41,7 +41,9 @@ public struct ServeProcess: @unchecked Sendable {
         throw ServeProcessError("no free loopback port below \(range.upperBound)")
     }
 
-    /// Starts `orchard serve` with `environment` (plus `ORCHARD_PORT`) and waits until `/health/ready` answers 200.
+    /// Starts `orchard serve` with `environment` (plus `ORCHARD_PORT`) and waits until it answers 200 at `/health/ready`
+    /// from a socket it holds itself (not another test's serve on the same port). When no `port` is given and the one
+    /// picked was taken before serve could bind it, serve is started again on another.
     ///
     /// - Parameters:
     ///   - executable: The `orchard` binary (default: this build's).
@@ -54,13 +56,33 @@ public struct ServeProcess: @unchecked Sendable {
         executable: URL = OrchardProcess.executable,
         umask: String? = nil
     ) async throws -> ServeProcess {
-        let chosen: Int
-        if let port {
-            chosen = port
-        } else {
-            chosen = try await freePort()
+        var attempts = 0
+        while true {
+            attempts += 1
+            let chosen: Int
+            if let port {
+                chosen = port
+            } else {
+                chosen = try await freePort()
+            }
+            let serve = try launch(environment: environment, port: chosen, logDirectory: logDirectory, executable: executable, umask: umask)
+            do {
+                try await serve.waitUntilReady(http: http)
+                return serve
+            } catch let error as ServeProcessError where port == nil && attempts < 5 && error.portTaken {
+                continue
+            }
         }
-        let log = URL(fileURLWithPath: logDirectory).appendingPathComponent("serve-\(chosen)-\(UUID().uuidString).log")
+    }
+
+    private static func launch(
+        environment: [String: String],
+        port: Int,
+        logDirectory: String,
+        executable: URL,
+        umask: String?
+    ) throws -> ServeProcess {
+        let log = URL(fileURLWithPath: logDirectory).appendingPathComponent("serve-\(port)-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         let process = Process()
         if let umask {
@@ -70,25 +92,34 @@ public struct ServeProcess: @unchecked Sendable {
             process.executableURL = executable
             process.arguments = ["serve"]
         }
-        var env = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "ORCHARD_PORT": String(chosen)]
+        var env = ["PATH": "/usr/bin:/bin", "HOME": NSTemporaryDirectory(), "ORCHARD_PORT": String(port)]
         env.merge(environment) { $1 }
         process.environment = env
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = try FileHandle(forWritingTo: log)
         try ChildProcess.start(process)
-        let serve = ServeProcess(process: process, lifetime: EndsWithItsTest(process), port: chosen, log: log)
+        return ServeProcess(process: process, lifetime: EndsWithItsTest(process), port: port, log: log)
+    }
+
+    /// Polls `/health/ready` until this process answers 200 on a socket it holds, for at most 60 s.
+    private func waitUntilReady(http: HTTPClient) async throws {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
-            guard process.isRunning else { throw ServeProcessError("orchard serve exited: \(serve.logText)") }
-            var request = HTTPClientRequest(url: "\(serve.baseURL)/health/ready")
+            guard process.isRunning else {
+                let text = logText
+                throw ServeProcessError("orchard serve exited: \(text)", portTaken: text.contains("Address already in use"))
+            }
+            var request = HTTPClientRequest(url: "\(baseURL)/health/ready")
             request.method = .GET
-            if let response = try? await http.execute(request, timeout: .seconds(2)), response.status.code == 200 {
-                return serve
+            if ListeningSocket.isHeld(port: port, byProcess: process.processIdentifier),
+                let response = try? await http.execute(request, timeout: .seconds(2)), response.status.code == 200
+            {
+                return
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        await serve.kill()
-        throw ServeProcessError("orchard serve did not become ready: \(serve.logText)")
+        await kill()
+        throw ServeProcessError("orchard serve did not become ready: \(logText)")
     }
 
     /// `kill -9`: no chance to clean up. Waits for the exit on a thread of its own, not the concurrency pool's.
@@ -149,5 +180,10 @@ private final class EndsWithItsTest: @unchecked Sendable {
 public struct ServeProcessError: Error, CustomStringConvertible {
     /// What happened.
     public let description: String
-    init(_ description: String) { self.description = description }
+    /// Whether serve exited because its port was taken.
+    let portTaken: Bool
+    init(_ description: String, portTaken: Bool = false) {
+        self.description = description
+        self.portTaken = portTaken
+    }
 }

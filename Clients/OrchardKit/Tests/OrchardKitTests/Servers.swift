@@ -31,10 +31,24 @@ final class Servers: @unchecked Sendable {
     }
 
     /// Starts both; `validationInterval` is serve's `ORCHARD_REFRESH_VALIDATION_INTERVAL` in seconds.
+    ///
+    /// Another test's serve may be given the same free port, or take it first: then this serve exits with "Address
+    /// already in use" and both are started again on another port (the emulator is told serve's URL when it starts).
+    /// Until this serve has bound its port, the other one's answers there are not taken for its own (`holdsListener`).
     static func start(validationInterval: Int = 86_400) async throws -> Servers {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw Failure("no orchard binary at \(binary.path): build the main package first (swift build), or set ORCHARD_BINARY")
         }
+        for attempt in 1...5 {
+            if let servers = try await start(validationInterval: validationInterval, retryWhenPortTaken: attempt < 5) {
+                return servers
+            }
+        }
+        throw Failure("orchard serve found its port taken five times")
+    }
+
+    /// One try of ``start(validationInterval:)``: `nil` when serve's port was taken and `retryWhenPortTaken`.
+    private static func start(validationInterval: Int, retryWhenPortTaken: Bool) async throws -> Servers? {
         // The test run's marker in the folder's name too, as the main package's TemporaryDirectory does.
         let run = ProcessInfo.processInfo.environment[runMarker].map { "\($0)-" } ?? ""
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("orchardkit-\(run)\(UUID().uuidString)")
@@ -72,9 +86,10 @@ final class Servers: @unchecked Sendable {
         environment["ORCHARD_REFRESH_VALIDATION_INTERVAL"] = String(validationInterval)
         environment["ORCHARD_RATE_LIMIT_PER_MINUTE"] = "0"
         environment["ORCHARD_LOG_LEVEL"] = "warning"
+        let serveLog = folder.appendingPathComponent("serve.log")
         let serve: Process
         do {
-            serve = try launch(["serve"], environment: environment, log: folder.appendingPathComponent("serve.log"))
+            serve = try launch(["serve"], environment: environment, log: serveLog)
         } catch {
             end(emulator)
             throw error
@@ -88,10 +103,18 @@ final class Servers: @unchecked Sendable {
             emulator: emulator,
             serve: serve
         )
-        _ = try await poll("orchard serve to be ready") { () -> Bool? in
-            guard serve.isRunning else { throw Failure("orchard serve exited: \(servers.serveLog)") }
+        let ready = try await poll("orchard serve to be ready") { () -> Bool? in
+            guard serve.isRunning else {
+                if retryWhenPortTaken, servers.serveLog.contains("Address already in use") { return false }
+                throw Failure("orchard serve exited: \(servers.serveLog)")
+            }
+            guard holdsListener(port: port, process: serve.processIdentifier) else { return nil }
             let ready = try? await URLSession.shared.data(from: orchardURL.appendingPathComponent("health/ready"))
             return (ready?.1 as? HTTPURLResponse)?.statusCode == 200 ? true : nil
+        }
+        guard ready else {
+            servers.stop()
+            return nil
         }
         return servers
     }
@@ -252,6 +275,27 @@ final class Servers: @unchecked Sendable {
         }
         guard bound else { throw Failure("no free port") }
         return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Whether `process` holds the socket listening on `port`, from Linux's `/proc` (elsewhere `true`). (The main
+    /// package's OrchardTesting has the same as `ListeningSocket`; this package depends on nothing of the server.)
+    private static func holdsListener(port: Int, process: Int32) -> Bool {
+        #if os(Linux)
+        let suffix = ":" + String(format: "%04X", port)
+        var inodes = Set<String>()
+        for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+            let text = (try? String(contentsOfFile: table, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n").dropFirst() {
+                let fields = line.split(separator: " ")
+                if fields.count > 9, fields[3] == "0A", fields[1].hasSuffix(suffix) { inodes.insert("socket:[\(fields[9])]") }
+            }
+        }
+        let folder = "/proc/\(process)/fd"
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
+        return descriptors.contains { inodes.contains((try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\($0)")) ?? "") }
+        #else
+        return true
+        #endif
     }
 }
 
