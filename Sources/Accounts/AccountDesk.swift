@@ -67,10 +67,23 @@ public final class AccountDesk: Sendable {
     ///
     /// - Throws: `session_invalid` for an unknown or expired token, `session_revoked` (with the reason) for one that was
     ///   ended early.
+    ///
+    /// When the memory answered, the opened account is kept beside its entry (``SessionMemo``), so a session checked
+    /// again is not opened again; the session rules above still apply to every check.
     public func session(token: String) async throws(AccountsError) -> SessionInfo {
-        let (session, account) = try await checkedSession(token: token)
+        let tokenHash = try Self.tokenHash(token)
+        let found = try await storing { try await store.checkSession(tokenHash: tokenHash) }
+        let (session, account) = try live(found)
         recordSeen(session)
-        return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: try sealing.view(of: account))
+        let memo = found?.memo
+        let view: AccountView
+        if let opened = memo?.value(of: AccountView.self) {
+            view = opened
+        } else {
+            view = try sealing.view(of: account)
+            memo?.keep(view)
+        }
+        return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: view, memo: memo)
     }
 
     /// Ends the session behind a bearer token (sign-out); touches nothing at Apple.

@@ -182,4 +182,40 @@ struct SessionMemoryTests {
         memory.forgetAll()
         #expect(memory.lookup("t1") == nil)
     }
+
+    @Test("what is kept beside an entry (its memo) is the same across lookups and goes with the entry, however it goes")
+    func memoGoesWithItsEntry() {
+        let clock = ManualMonotonicClock()
+        let memory = SessionMemory(clock: clock, timings: .singleProcess, needsNoLease: true)
+        /// Remembers `t1` of `acct_1`, keeps a value beside it, and returns its memo.
+        func remembered() throws -> SessionMemo {
+            memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+            let memo = try #require(memory.lookup("t1")?.memo)
+            memo.keep("rendered")
+            #expect(memory.lookup("t1")?.memo === memo)
+            #expect(memory.lookup("t1")?.memo?.value(of: String.self) == "rendered")
+            return memo
+        }
+        let drops: [(String, () -> Void)] = [
+            ("a change marked", { memory.mark("c1", .accounts(["acct_1"])) }),
+            ("a change resolved", { memory.resolve("c2", ending: .sessions(["t1"])) }),
+            ("the account's fields changed", { memory.forget(.accounts(["acct_1"])) }),
+            ("another process changed the file", { memory.forgetAll() }),
+            ("the entry's lifetime passed", { clock.advance(by: .seconds(61)) }),
+        ]
+        for (what, drop) in drops {
+            let memo = try? remembered()
+            drop()
+            #expect(memory.lookup("t1") == nil, "\(what): the entry stayed")
+            memory.resolve("c1", ending: nil)
+            memory.remember("t1", Self.live("t1"), readAt: memory.epoch)
+            let next = memory.lookup("t1")?.memo
+            #expect(next != nil && next !== memo, "\(what): the memo came back with a new read")
+            #expect(next?.value(of: String.self) == nil, "\(what): a new entry's memo held the old rendering")
+        }
+        // Noting a check's minute changes the entry's last_seen_at, which no answer shows: the memo stays.
+        let memo = try? remembered()
+        #expect(memory.noteSeen("t1", minute: Date()))
+        #expect(memory.lookup("t1")?.memo === memo)
+    }
 }

@@ -19,13 +19,33 @@ extension ServeProcessTests {
         let client = setup.client(serve)
 
         // Checks answered from memory.
-        let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
+        let signedIn = setup.emulator.makeUser()
+        let signIn = try await client.signIn(signedIn, clientID: "com.example.orchard.app").response
         let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
         let id = try #require((signIn.json["account"] as? [String: Any])?["id"] as? String)
         for _ in 0..<5 { #expect(try await client.request(.GET, "/v1/session", bearer: token).status == 200) }
         let metrics = String(decoding: try await client.request(.GET, "/metrics").body, as: UTF8.self)
         #expect(Self.counter(metrics, "orchard_session_cache_hits_total") >= 4, "the memory answered no check")
         #expect(metrics.contains("orchard_session_cache_enabled 1"))
+
+        // A remembered session's answer is kept rendered beside its entry; a change of what the check shows (Apple's
+        // email-disabled, processed by serve's job) drops both, so the first check after the change shows it. Waited
+        // for through another process's read of the database, never through the check itself, which would see it
+        // within the entry's 60 s anyway.
+        let first = try await client.request(.GET, "/v1/session", bearer: token)
+        #expect((first.json["account"] as? [String: Any])?["email_forwarding"] as? String == "enabled")
+        let notification = try setup.emulator.signNotification(type: "email-disabled", sub: signedIn.sub, clientID: "com.example.orchard.app")
+        #expect(try await client.request(.POST, "/v1/apple/notifications", json: ["payload": notification]).status == 200)
+        let processed = await eventually {
+            let shown = try? await OrchardProcess.runInBackground(["accounts", "show", id], environment: setup.environment)
+            return shown?.standardOutput.split(separator: "\n").contains { $0.hasPrefix("email_forwarding:") && $0.hasSuffix("disabled") } == true
+        }
+        #expect(processed, "the notification was not processed: \(serve.logText.suffix(2000))")
+        // The first check reads the database; those after it are answered from the new entry and its new memo.
+        for check in 1...3 {
+            let changed = try await client.request(.GET, "/v1/session", bearer: token)
+            #expect((changed.json["account"] as? [String: Any])?["email_forwarding"] as? String == "disabled", "check \(check): \(changed.json)")
+        }
 
         // An operator's command is another process: its deletion is refused by the very next check.
         let deleted = try await OrchardProcess.runInBackground(["accounts", "delete", id], environment: setup.environment)

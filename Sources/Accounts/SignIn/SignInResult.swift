@@ -29,4 +29,6 @@ public struct SessionInfo: Sendable {
     public var expiresAt: Date
     /// Its account.
     public var account: AccountView
+    /// Beside the session memory's entry when the memory answered, where the answer's rendering may be kept.
+    public var memo: SessionMemo?
 }

@@ -53,12 +53,22 @@ struct SessionController<Context: RequestContext>: Sendable {
         routes.add(.delete, "/v1/sessions", .budgetedSession, use: endOthers)
     }
 
-    @Sendable func show(_ request: Request, context: Context) async throws -> SessionResponse {
+    /// The check's answer as first rendered for a session the memory remembers: nothing in it changes while the memory
+    /// keeps the entry (whatever changes it drops the entry, and its memo with it), so a session checked again is not
+    /// rendered again.
+    struct RenderedAnswer: Sendable {
+        let response: Response
+    }
+
+    @Sendable func show(_ request: Request, context: Context) async throws -> Response {
         let info = try await accounts.session(token: try Self.token(request))
-        return SessionResponse(
+        if let rendered = info.memo?.value(of: RenderedAnswer.self) { return rendered.response }
+        let response = try SessionResponse(
             session: .init(createdAt: RFC3339.string(info.createdAt), expiresAt: RFC3339.string(info.expiresAt)),
             account: AccountDTO(info.account)
-        )
+        ).response(from: request, context: context)
+        info.memo?.keep(RenderedAnswer(response: response))
+        return response
     }
 
     @Sendable func signOut(_ request: Request, context: Context) async throws -> Response {

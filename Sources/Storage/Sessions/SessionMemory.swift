@@ -57,7 +57,8 @@ final class SessionMemory: Sendable {
         self.capacity = capacity
     }
 
-    /// A remembered live session, or `nil` when the database must answer.
+    /// A remembered live session, with the memo that lives and goes with its entry, or `nil` when the database must
+    /// answer.
     func lookup(_ tokenHash: String) -> SessionWithAccount? {
         let now = clock.now
         return state.withLock { state in
@@ -89,7 +90,9 @@ final class SessionMemory: Sendable {
                 return
             }
             if state.entries.count >= capacity { evict(&state, now: now) }
-            state.entries[tokenHash] = Entry(value: value, storedAt: now)
+            var kept = value
+            kept.memo = SessionMemo()
+            state.entries[tokenHash] = Entry(value: kept, storedAt: now)
         }
     }
 
