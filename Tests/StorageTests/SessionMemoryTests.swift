@@ -218,4 +218,23 @@ struct SessionMemoryTests {
         #expect(memory.noteSeen("t1", minute: Date()))
         #expect(memory.lookup("t1")?.memo === memo)
     }
+
+    @Test("the sweep drops the entries past their lifetime, with their memos, and nothing younger")
+    func sweep() {
+        let clock = ManualMonotonicClock()
+        let memory = SessionMemory(clock: clock, timings: .singleProcess, needsNoLease: true)
+        memory.remember("old", Self.live("old"), readAt: memory.epoch)
+        memory.lookup("old")?.memo?.keep("opened")
+        clock.advance(by: .seconds(30))
+        memory.remember("young", Self.live("young", account: "acct_2"), readAt: memory.epoch)
+        #expect(memory.sweep() == 0)
+        #expect(memory.count == 2)
+        clock.advance(by: .seconds(30))
+        #expect(memory.sweep() == 1, "the entry 60 s old stayed")
+        #expect(memory.count == 1)
+        #expect(memory.lookup("young") != nil)
+        clock.advance(by: .seconds(30))
+        #expect(memory.sweep() == 1)
+        #expect(memory.count == 0)
+    }
 }

@@ -241,10 +241,12 @@ public final class SessionKeeper: Sendable {
 
     // MARK: Services
 
-    /// What runs beside the server while it serves: the writer of `last_seen_at`, and on PostgreSQL the replicas'
-    /// listener. `serve` runs them in its service group; a process that checks no sessions runs none.
+    /// What runs beside the server while it serves: the writer of `last_seen_at`, the memory's sweep when it answers, and
+    /// on PostgreSQL the replicas' listener. `serve` runs them in its service group; a process that checks no sessions
+    /// runs none.
     public var services: [any Service] {
         var services: [any Service] = [SeenWriter(keeper: self)]
+        if let memory { services.append(MemorySweep(memory: memory)) }
         if let replicas { services.append(ReplicaListener(channel: replicas, database: database)) }
         return services
     }

@@ -180,6 +180,19 @@ final class SessionMemory: Sendable {
         }
     }
 
+    /// Drops every entry past its lifetime, and with it what was kept beside it (an opened account, a rendered answer):
+    /// run once a lifetime (``MemorySweep``), so that an entry no check asks for again holds nothing for more than two.
+    /// Returns how many it dropped.
+    @discardableResult
+    func sweep() -> Int {
+        let now = clock.now
+        return state.withLock { state in
+            let expired = state.entries.compactMap { now - $0.value.storedAt < timings.entryLifetime ? nil : $0.key }
+            for hash in expired { state.entries[hash] = nil }
+            return expired.count
+        }
+    }
+
     /// How many sessions are remembered.
     var count: Int { state.withLock { $0.entries.count } }
 
