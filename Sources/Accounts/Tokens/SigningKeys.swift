@@ -10,8 +10,10 @@ import Synchronization
 /// schedule changes by itself), so neither the key set nor a token costs a database read of its own. The replica that
 /// finds a key due makes it; the keys' generations keep two replicas from both adding one.
 public struct SigningKeys: Sendable {
-    /// How long a replica signs and publishes from memory before it reads the keys again.
-    public static let refreshInterval: TimeInterval = 10
+    /// How long a replica signs and publishes from memory before it reads the keys again: half of the 10 seconds within
+    /// which `orchard keys rotate` reaches every replica, since a replica goes on with the keys in memory while it reads
+    /// them again (a read slowed by a loaded database must not carry the old key past the 10 seconds).
+    public static let refreshInterval: TimeInterval = 5
 
     /// A key as `orchard keys list` shows it.
     public struct KeyInfo: Sendable, Equatable {
