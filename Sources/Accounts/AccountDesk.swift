@@ -71,11 +71,8 @@ public final class AccountDesk: Sendable {
     /// When the memory answered, the opened account is kept beside its entry (``SessionMemo``), so a session checked
     /// again is not opened again; the session rules above still apply to every check.
     public func session(token: String) async throws(AccountsError) -> SessionInfo {
-        let tokenHash = try Self.tokenHash(token)
-        let found = try await storing { try await store.checkSession(tokenHash: tokenHash) }
-        let (session, account) = try live(found)
+        let (session, account, memo) = try await checkedSession(token: token)
         recordSeen(session)
-        let memo = found?.memo
         let view: AccountView
         if let opened = memo?.value(of: AccountView.self) {
             view = opened
@@ -100,10 +97,12 @@ public final class AccountDesk: Sendable {
     }
 
     /// The live session behind a token, with its account's shown fields, for a session check or an access token: the
-    /// session memory may answer.
-    func checkedSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+    /// session memory may answer, and then the memo beside its entry comes too (`nil` for a read from the database).
+    func checkedSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView, SessionMemo?) {
         let tokenHash = try Self.tokenHash(token)
-        return try live(try await storing { try await store.checkSession(tokenHash: tokenHash) })
+        let found = try await storing { try await store.checkSession(tokenHash: tokenHash) }
+        let (session, account) = try live(found)
+        return (session, account, found?.memo)
     }
 
     /// The SHA-256 a session is found by, or `session_invalid` for no token or one too long to be Orchard's.

@@ -98,7 +98,18 @@ struct SlowClientTests {
                 String(decoding: pipelinedResult.received, as: UTF8.self).components(separatedBy: "HTTP/1.1 200").count == 2,
                 "the first was answered"
             )
+            let results = [bodyResult, silentResult, halfResult, laterResult, drippedResult, drippedBodyResult, pipelinedResult]
+            if !results.allSatisfy(Self.closedByHeadDeadline) { Self.recordServersAccount(h) }
         }
+    }
+
+    /// For a close not within its bound: the server's own account of its deadlines (how long after it took each
+    /// connection up, and after it armed the timer, it closed it), so that the failure says whether the connection was
+    /// taken up late, its timer ran late, or no deadline closed it.
+    static func recordServersAccount(_ h: OrchardHarness) {
+        let lines = h.loggedLines.filter { $0.contains("deadline") }
+        if lines.isEmpty { Issue.record("the server logged no deadline") }
+        for line in lines.prefix(12) { Issue.record("server: \(line)") }
     }
 
     @Test("a kept-alive connection with no request in progress is closed after 60 s, not before")

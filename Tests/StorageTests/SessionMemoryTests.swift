@@ -184,7 +184,7 @@ struct SessionMemoryTests {
     }
 
     @Test("what is kept beside an entry (its memo) is the same across lookups and goes with the entry, however it goes")
-    func memoGoesWithItsEntry() {
+    func memoGoesWithItsEntry() throws {
         let clock = ManualMonotonicClock()
         let memory = SessionMemory(clock: clock, timings: .singleProcess, needsNoLease: true)
         /// Remembers `t1` of `acct_1`, keeps a value beside it, and returns its memo.
@@ -204,7 +204,7 @@ struct SessionMemoryTests {
             ("the entry's lifetime passed", { clock.advance(by: .seconds(61)) }),
         ]
         for (what, drop) in drops {
-            let memo = try? remembered()
+            let memo = try remembered()
             drop()
             #expect(memory.lookup("t1") == nil, "\(what): the entry stayed")
             memory.resolve("c1", ending: nil)
@@ -214,7 +214,7 @@ struct SessionMemoryTests {
             #expect(next?.value(of: String.self) == nil, "\(what): a new entry's memo held the old rendering")
         }
         // Noting a check's minute changes the entry's last_seen_at, which no answer shows: the memo stays.
-        let memo = try? remembered()
+        let memo = try remembered()
         #expect(memory.noteSeen("t1", minute: Date()))
         #expect(memory.lookup("t1")?.memo === memo)
     }

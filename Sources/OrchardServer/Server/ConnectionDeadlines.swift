@@ -46,7 +46,7 @@ private struct HeadDeadlineChildChannel<Inner: ServerChildChannel>: ServerChildC
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
         do {
-            let handler = HeadDeadlineHandler(timeouts)
+            let handler = HeadDeadlineHandler(timeouts, logger: logger)
             try channel.pipeline.syncOperations.addHandler(handler, position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
@@ -89,17 +89,26 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     private let timeouts: Timeouts
+    private let logger: Logger
     private var phase = Phase.awaitingHead
     private var timer: Scheduled<Void>?
     private var context: ChannelHandlerContext?
+    /// When the connection became active here, and when the running timer was armed: a close is logged (at debug) with
+    /// both, so that a close later than its deadline says whether the connection was taken up late or its timer ran late.
+    private var openedAt: NIODeadline?
+    private var armedAt: NIODeadline?
 
-    init(_ timeouts: Timeouts) {
+    init(_ timeouts: Timeouts, logger: Logger) {
         self.timeouts = timeouts
+        self.logger = logger
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { arm(timeouts.head) }
+        if context.channel.isActive {
+            openedAt = .now()
+            arm(timeouts.head)
+        }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -108,6 +117,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        openedAt = openedAt ?? .now()
         if case .awaitingHead = phase { arm(timeouts.head) }
         context.fireChannelActive()
     }
@@ -154,6 +164,7 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
             phase = .awaitingHead
             arm(timeouts.head)
         case .answering(bytesArrived: false), .awaitingHead, .readingBody:
+            if case .readingBody = phase { logger.debug("a request was answered before its body had arrived: the idle deadline runs") }
             disarm()
             phase = .idle
             arm(timeouts.idle)
@@ -191,14 +202,36 @@ final class HeadDeadlineHandler: ChannelInboundHandler, RemovableChannelHandler 
     private func arm(_ timeout: TimeAmount) {
         guard timer == nil, let context else { return }
         let loop = context.eventLoop.assumeIsolated()
+        armedAt = .now()
         timer = loop.scheduleTask(in: timeout) { [weak self] in
             guard let self, let context = self.context else { return }
             self.timer = nil
             switch self.phase {
-            case .awaitingHead, .readingBody, .idle: context.close(promise: nil)
+            case .awaitingHead, .readingBody, .idle:
+                self.logClose()
+                context.close(promise: nil)
             case .answering, .multiplexed: break
             }
         }
+    }
+
+    /// Says, at debug, which deadline closed the connection, how long after the connection opened here and after the
+    /// timer was armed (the difference from the client's own count is how late this process took the connection up).
+    private func logClose() {
+        let now = NIODeadline.now()
+        func seconds(since moment: NIODeadline?) -> Logger.MetadataValue {
+            moment.map { "\(Double((now - $0).nanoseconds) / 1e9)" } ?? "unknown"
+        }
+        let deadline =
+            switch phase {
+            case .awaitingHead: "head"
+            case .readingBody: "body"
+            default: "idle"
+            }
+        logger.debug(
+            "closed a connection: its \(deadline) deadline passed",
+            metadata: ["connection.open_seconds": seconds(since: openedAt), "deadline.armed_seconds": seconds(since: armedAt)]
+        )
     }
 
     private func disarm() {

@@ -63,7 +63,7 @@ final class SessionMemory: Sendable {
         let now = clock.now
         return state.withLock { state in
             guard mayAnswer(state, now: now), let entry = state.entries[tokenHash] else { return nil }
-            guard now - entry.storedAt < timings.entryLifetime else {
+            guard !isPastLifetime(entry.storedAt, now: now) else {
                 state.entries[tokenHash] = nil
                 return nil
             }
@@ -186,11 +186,7 @@ final class SessionMemory: Sendable {
     @discardableResult
     func sweep() -> Int {
         let now = clock.now
-        return state.withLock { state in
-            let expired = state.entries.compactMap { now - $0.value.storedAt < timings.entryLifetime ? nil : $0.key }
-            for hash in expired { state.entries[hash] = nil }
-            return expired.count
-        }
+        return state.withLock { dropPastLifetime(&$0, now: now) }
     }
 
     /// How many sessions are remembered.
@@ -221,9 +217,22 @@ final class SessionMemory: Sendable {
         }
     }
 
+    /// Whether an entry stored at `storedAt` is past its lifetime at `now`.
+    private func isPastLifetime(_ storedAt: Duration, now: Duration) -> Bool {
+        now - storedAt >= timings.entryLifetime
+    }
+
+    /// Drops the entries past their lifetime; returns how many.
+    @discardableResult
+    private func dropPastLifetime(_ state: inout State, now: Duration) -> Int {
+        let expired = state.entries.compactMap { isPastLifetime($0.value.storedAt, now: now) ? $0.key : nil }
+        for hash in expired { state.entries[hash] = nil }
+        return expired.count
+    }
+
     /// Makes room: entries past their lifetime go, then the oldest tenth.
     private func evict(_ state: inout State, now: Duration) {
-        state.entries = state.entries.filter { now - $0.value.storedAt < timings.entryLifetime }
+        dropPastLifetime(&state, now: now)
         guard state.entries.count >= capacity else { return }
         let oldest = state.entries.sorted { $0.value.storedAt < $1.value.storedAt }.prefix(max(1, capacity / 10))
         for (hash, _) in oldest { state.entries[hash] = nil }
