@@ -11,21 +11,35 @@ public struct DeadlineExceeded: Error, Sendable {
 /// receivers) runs its whole request and body read under this one deadline instead. Cancelling a body read makes the
 /// client close that connection.
 ///
+/// The caller is answered at the deadline whatever the operation does then (``FirstOutcome``): it is cancelled, and
+/// left to end by itself. Not a task group, which waits for every child at its end: an exchange that did not end on
+/// its cancellation would hold the caller, and the request waiting on Apple, for good.
+///
 /// - Parameters:
 ///   - timeout: How long the whole operation may take.
-///   - operation: The exchange; it must stop promptly when cancelled.
+///   - operation: The exchange; it should stop promptly when cancelled.
 public func withDeadline<Value: Sendable>(
     _ timeout: Duration,
     _ operation: @escaping @Sendable () async throws -> Value
 ) async throws -> Value {
-    try await withThrowingTaskGroup(of: Value?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: timeout)
-            return nil
+    let outcome = FirstOutcome<Value>()
+    let work = Task {
+        do {
+            outcome.settle(.success(try await operation()))
+        } catch {
+            outcome.settle(.failure(error))
         }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let value = first else { throw DeadlineExceeded() }
-        return value
+    }
+    let timer = Task {
+        guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        outcome.settle(.failure(DeadlineExceeded()))
+        work.cancel()
+    }
+    defer { timer.cancel() }
+    return try await withTaskCancellationHandler {
+        try await outcome.value()
+    } onCancel: {
+        outcome.settle(.failure(CancellationError()))
+        work.cancel()
     }
 }
