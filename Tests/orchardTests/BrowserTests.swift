@@ -39,15 +39,22 @@ struct BrowserTests {
     }
 
     /// Runs a Python suite that starts its own `orchard` processes (on the PostgreSQL pass, against a fresh database
-    /// of the test cluster) and checks its verdict: exit 0 with `PASS`; 77 (what it needs is not installed, allowed
-    /// only outside CI) and a missing python3 outside CI are loud skips; anything else fails the test.
-    static func runPythonSuite(_ script: String, output: String, name: String, missing: String) async throws {
+    /// of the test cluster, with `onPostgres` added to its arguments) and checks its verdict: exit 0 with `PASS`; 77
+    /// (what it needs is not installed, allowed only outside CI) and a missing python3 outside CI are loud skips;
+    /// anything else fails the test.
+    static func runPythonSuite(
+        _ script: String,
+        output: String,
+        name: String,
+        missing: String,
+        onPostgres: [String] = []
+    ) async throws {
         var arguments = [
             root.appendingPathComponent(script).path, "--orchard", OrchardProcess.executable.path,
             "--out", root.appendingPathComponent(output).path,
         ]
         let database = TestDatabase.selectedBackend == .postgres ? try await TestDatabase.make(.postgres) : nil
-        if let database, case .postgres(url: let url) = database.url { arguments += ["--database-url", url] }
+        if let database, case .postgres(url: let url) = database.url { arguments += ["--database-url", url] + onPostgres }
         let (status, text) = await python(arguments)
         await database?.remove()
         print(text)
