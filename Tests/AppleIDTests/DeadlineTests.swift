@@ -6,30 +6,6 @@ import Testing
 /// `withDeadline`, which bounds every outbound exchange (Apple's endpoints, webhook receivers) as a whole.
 @Suite("One deadline for an outbound exchange")
 struct DeadlineTests {
-    /// Holds an operation, deaf to its cancellation, until the test opens it.
-    final class Gate: Sendable {
-        private let state = Mutex<(open: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
-
-        func wait() async {
-            await withCheckedContinuation { continuation in
-                let open = state.withLock { state in
-                    if !state.open { state.waiter = continuation }
-                    return state.open
-                }
-                if open { continuation.resume() }
-            }
-        }
-
-        func open() {
-            let waiter = state.withLock { state in
-                state.open = true
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume()
-        }
-    }
-
     /// Runs `withDeadline(timeout, operation)` in a task of its own and returns what it answered within 10 s (`nil`:
     /// no answer yet), so that a deadline that waits on its operation fails the test instead of hanging it.
     static func answer(
@@ -55,7 +31,7 @@ struct DeadlineTests {
 
     @Test("the caller is answered at the deadline even when the operation does not end on its cancellation")
     func deafOperation() async throws {
-        let gate = Gate()
+        let gate = HeldOperation()
         let (result, after) = await Self.answer(within: .milliseconds(300)) {
             await gate.wait()
             return 1

@@ -188,4 +188,40 @@ struct SessionCoherenceTests {
             #expect(pair.second.memory?.lookup("t1") == nil, "the other replica still remembers the ended session")
         }
     }
+
+    @Test("a change that ends sessions and does not finish (deaf to its cancellation) is answered unavailable at its limit")
+    func changeLimit() async throws {
+        let database = try await TestDatabase.make(.postgres)
+        try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
+        let backend = try #require(SessionBackend.of(database.client))
+        var timings = SessionTimings.replicas
+        timings.changeLimit = .seconds(1)
+        let keeper = SessionKeeper(database: database.client, backend: backend, answering: false, timings: timings, logger: Logger(label: "test"))
+        let held = HeldOperation()
+        // Opened after 10 s at the latest, so that a change without its limit fails this test instead of hanging it.
+        let opener = Task {
+            try? await Task.sleep(for: .seconds(10))
+            held.open()
+        }
+        let started = ContinuousClock.now
+        let answer: Result<Int, any Error>
+        do {
+            answer = .success(
+                try await keeper.ending(.sessions(["sess_held"])) { _ in
+                    await held.wait()
+                    return 1
+                }
+            )
+        } catch {
+            answer = .failure(error)
+        }
+        let took = ContinuousClock.now - started
+        held.open()
+        opener.cancel()
+        let unavailable = if case .failure(let error) = answer { error as? StoreError == .unavailable("") } else { false }
+        #expect(unavailable, "the held change was answered \(answer), not unavailable")
+        #expect(took >= .seconds(1), "answered \(took) after the call, before its limit")
+        #expect(took < .seconds(8), "answered \(took) after the call: the limit is 1 s")
+        await database.remove()
+    }
 }

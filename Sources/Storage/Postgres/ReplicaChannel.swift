@@ -81,33 +81,12 @@ final class ReplicaChannel: Sendable {
         on database: any DatabaseClient,
         _ change: @escaping @Sendable (any SQLDatabase) async throws -> T
     ) async throws -> T {
-        // The caller is answered at the limit whatever the work does then (``FirstOutcome``).
-        let outcome = FirstOutcome<T>()
-        let work = Task {
-            do {
-                outcome.settle(.success(try await self.unboundedEnding(target, on: database, change)))
-            } catch {
-                outcome.settle(.failure(error))
-            }
-        }
-        let expired = Atomic(false)
-        let logger = self.logger
-        let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: timings.changeLimit.timeAmount) {
-            expired.store(true, ordering: .sequentiallyConsistent)
-            logger.warning("a session change did not finish in time; cancelled")
-            work.cancel()
-            outcome.settle(.failure(StoreError.unavailable("a session change did not finish in time")))
-        }
-        defer { timer.cancel() }
+        // The caller is answered at the limit whatever the work does then (`withDeadline`).
         do {
-            return try await withTaskCancellationHandler {
-                try await outcome.value()
-            } onCancel: {
-                work.cancel()
-            }
-        } catch {
-            if expired.load(ordering: .sequentiallyConsistent) { throw StoreError.unavailable("a session change did not finish in time") }
-            throw error
+            return try await withDeadline(timings.changeLimit) { try await self.unboundedEnding(target, on: database, change) }
+        } catch is DeadlineExceeded {
+            logger.warning("a session change did not finish in time; cancelled")
+            throw StoreError.unavailable("a session change did not finish in time")
         }
     }
 
