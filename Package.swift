@@ -298,6 +298,7 @@ let package = Package(
                 server("SQLKit", "sql-kit"),
                 server("Logging", "swift-log"),
                 server("NIOHTTP1", "swift-nio"),
+                server("NIOSSL", "swift-nio-ssl"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -13,10 +13,12 @@ public struct ServeProcess: @unchecked Sendable {
     private let lifetime: EndsWithItsTest
     /// The port it listens on.
     public let port: Int
+    /// `https` when it was started with built-in TLS (`ORCHARD_TLS_CERT_FILE`), else `http`.
+    public let scheme: String
     private let log: URL
 
-    /// `http://127.0.0.1:PORT`.
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    /// `http://127.0.0.1:PORT` (`https://` with built-in TLS).
+    public var baseURL: String { "\(scheme)://127.0.0.1:\(port)" }
 
     /// What the process wrote to standard error so far (its logs).
     public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
@@ -42,8 +44,9 @@ public struct ServeProcess: @unchecked Sendable {
     }
 
     /// Starts `orchard serve` with `environment` (plus `ORCHARD_PORT`) and waits until it answers 200 at `/health/ready`
-    /// from a socket it holds itself (not another test's serve on the same port). When no `port` is given and the one
-    /// picked was taken before serve could bind it, serve is started again on another.
+    /// from a socket it holds itself (not another test's serve on the same port); over HTTPS when `environment` sets
+    /// `ORCHARD_TLS_CERT_FILE`, and `http` must then trust its certificate. When no `port` is given and the one picked was
+    /// taken before serve could bind it, serve is started again on another.
     ///
     /// - Parameters:
     ///   - executable: The `orchard` binary (default: this build's).
@@ -98,7 +101,8 @@ public struct ServeProcess: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: log)
         process.standardError = try FileHandle(forWritingTo: log)
         try ChildProcess.start(process)
-        return ServeProcess(process: process, lifetime: EndsWithItsTest(process), port: port, log: log)
+        let scheme = environment["ORCHARD_TLS_CERT_FILE"] == nil ? "http" : "https"
+        return ServeProcess(process: process, lifetime: EndsWithItsTest(process), port: port, scheme: scheme, log: log)
     }
 
     /// Polls `/health/ready` until this process answers 200 on a socket it holds, for at most 60 s.

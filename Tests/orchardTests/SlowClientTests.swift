@@ -1,20 +1,26 @@
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import NIOHTTP1
-import OrchardServer
+import NIOSSL
 import OrchardTesting
 import Testing
 
 /// A client cannot hold connections open without sending: a request head (and, with built-in TLS, the handshake before
 /// the first) must be complete within 10 s, and a kept-alive connection with nothing in progress goes after 60 s. Real
 /// time is the subject here, so these tests wait for it.
+///
+/// The server is `orchard serve` in a process of its own, on the selected backend, as a user runs it: in the test
+/// process, beside the other tests of a parallel pass, the server once took connections up ten seconds after the
+/// kernel had completed them while every event loop of the process ran its timers on time, and a test of the server's
+/// deadlines then measured the test process instead.
 @Suite("Slow and idle clients")
 struct SlowClientTests {
     static let head = "GET /health/live HTTP/1.1\r\nHost: 127.0.0.1\r\n"
     static let request = Array((head + "\r\n").utf8)
 
     /// Whether the connection was closed by the head deadline: after about 10 s, not before (and no later than 11 s
-    /// plus however late this process's event loops, the server's among them, ran a timer due at 10 s).
+    /// plus however late this process's event loops, which time the close, ran a timer due at 10 s).
     static func closedByHeadDeadline(_ exchange: RawHTTP.Exchange) -> Bool {
         exchange.closed(between: .seconds(9), and: .seconds(11))
     }
@@ -24,12 +30,46 @@ struct SlowClientTests {
         "closed after \(String(describing: exchange.closedAfter)), timers \(exchange.timersLate) late"
     }
 
+    /// `orchard serve` on the selected backend, logging at debug (each close says which deadline passed, and how long
+    /// after it took the connection up), for `body`; `extra` goes over the installation's environment.
+    static func withServe(
+        _ extra: [String: String] = [:],
+        http: HTTPClient? = nil,
+        _ body: (ServeProcess, InstallationOnBackend) async throws -> Void
+    ) async throws {
+        let installation = try await InstallationOnBackend.start()
+        do {
+            var environment = installation.environment.merging(extra) { $1 }
+            environment["ORCHARD_LOG_LEVEL"] = "debug"
+            let serve = try await ServeProcess.start(
+                environment: environment,
+                logDirectory: installation.base.directory.path,
+                http: http ?? installation.base.http
+            )
+            try await body(serve, installation)
+            await serve.terminate()
+        } catch {
+            await installation.stop()
+            throw error
+        }
+        await installation.stop()
+    }
+
+    /// For a close not within its bound: serve's own account of its deadlines (how long after it took each connection
+    /// up, and after it armed the timer, it closed it), so that the failure says whether the connection was taken up
+    /// late, its timer ran late, or no deadline closed it.
+    static func recordServersAccount(_ serve: ServeProcess) {
+        let lines = serve.logText.split(separator: "\n").filter { $0.contains("deadline passed") }
+        if lines.isEmpty { Issue.record("serve logged no deadline") }
+        for line in lines.prefix(12) { Issue.record("serve: \(line)") }
+    }
+
     @Test(
         "a connection that sends nothing, half a request head, or half a body (at once or a byte every 2 s) is closed within 10 s; normal traffic is unaffected"
     )
     func slowHeads() async throws {
-        try await OrchardHarness.with { h in
-            let port = h.server.port
+        try await Self.withServe { serve, installation in
+            let port = serve.port
             async let silent = RawHTTP.exchange(port: port, sending: [], expectingCloseAfter: .seconds(10), closeWithin: .seconds(20))
             async let half = RawHTTP.exchange(
                 port: port,
@@ -77,7 +117,8 @@ struct SlowClientTests {
                 closeWithin: .seconds(20)
             )
             // Meanwhile, whole requests are answered at once.
-            for _ in 0..<5 { #expect(try await h.request(.GET, "/health/live").status == 200) }
+            let client = installation.base.client(serve)
+            for _ in 0..<5 { #expect(try await client.request(.GET, "/health/live").status == 200) }
             let (silentResult, halfResult, laterResult) = try await (silent, half, later)
             let bodyResult = try await body
             #expect(Self.closedByHeadDeadline(bodyResult), "half a body: \(Self.describe(bodyResult))")
@@ -99,50 +140,55 @@ struct SlowClientTests {
                 "the first was answered"
             )
             let results = [bodyResult, silentResult, halfResult, laterResult, drippedResult, drippedBodyResult, pipelinedResult]
-            if !results.allSatisfy(Self.closedByHeadDeadline) { Self.recordServersAccount(h) }
+            if !results.allSatisfy(Self.closedByHeadDeadline) { Self.recordServersAccount(serve) }
         }
-    }
-
-    /// For a close not within its bound: the server's own account of its deadlines (how long after it took each
-    /// connection up, and after it armed the timer, it closed it), so that the failure says whether the connection was
-    /// taken up late, its timer ran late, or no deadline closed it.
-    static func recordServersAccount(_ h: OrchardHarness) {
-        let lines = h.loggedLines.filter { $0.contains("deadline") }
-        if lines.isEmpty { Issue.record("the server logged no deadline") }
-        for line in lines.prefix(12) { Issue.record("server: \(line)") }
     }
 
     @Test("a kept-alive connection with no request in progress is closed after 60 s, not before")
     func idleKeepAlive() async throws {
-        try await OrchardHarness.with { h in
+        try await Self.withServe { serve, _ in
             let result = try await RawHTTP.exchange(
-                port: h.server.port,
+                port: serve.port,
                 answered: [Self.request],
                 thenSending: [],
                 expectingCloseAfter: .seconds(60),
                 closeWithin: .seconds(80)
             )
             #expect(result.closed(between: .seconds(58), and: .seconds(65)), "\(Self.describe(result))")
+            if !result.closed(between: .seconds(58), and: .seconds(65)) { Self.recordServersAccount(serve) }
         }
     }
 
     @Test("with built-in TLS, half a handshake is closed within 10 s, and HTTPS still works")
     func slowHandshake() async throws {
-        try await ListenerTests.withBuiltInTLS { h, pem in
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let authority = try TestCertificateAuthority(in: directory)
+        let issued = try authority.issue("serve", hosts: ["localhost", "127.0.0.1"])
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(authority.certificateFile)
+        tls.certificateVerification = .noHostnameVerification
+        let https = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+        let files = ["ORCHARD_TLS_CERT_FILE": issued.certificateFile, "ORCHARD_TLS_KEY_FILE": issued.keyFile]
+        do {
+            try await halfHandshake(files, https)
+        } catch {
+            try? await https.shutdown()
+            throw error
+        }
+        try await https.shutdown()
+    }
+
+    private func halfHandshake(_ files: [String: String], _ https: HTTPClient) async throws {
+        try await Self.withServe(files, http: https) { serve, _ in
             // A TLS record header announcing a ClientHello, and then nothing.
             let halfHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]
-            async let stalled = RawHTTP.exchange(
-                port: h.server.port,
-                sending: halfHello,
-                expectingCloseAfter: .seconds(10),
-                closeWithin: .seconds(20)
-            )
-            let client = try ListenerTests.client(trusting: pem)
-            let https = h.baseURL.replacingOccurrences(of: "http://", with: "https://")
-            #expect(try await ListenerTests.get(client, https + "/health/live").status == 200)
-            try await client.shutdown()
+            async let stalled = RawHTTP.exchange(port: serve.port, sending: halfHello, expectingCloseAfter: .seconds(10), closeWithin: .seconds(20))
+            let answer = try await https.execute(HTTPClientRequest(url: serve.baseURL + "/health/live"), timeout: .seconds(10))
+            #expect(answer.status.code == 200)
             let result = try await stalled
             #expect(Self.closedByHeadDeadline(result), "half a handshake: \(Self.describe(result))")
+            if !Self.closedByHeadDeadline(result) { Self.recordServersAccount(serve) }
         }
     }
 }
