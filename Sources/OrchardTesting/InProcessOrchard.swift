@@ -15,7 +15,8 @@ import Prometheus
 /// scripted Apple and a test clock. No socket, no database, no emulator: what a route decides (its policy, the request
 /// it refuses, the problem it answers, what it leaves in the store) in milliseconds. The router is `serve`'s own
 /// (``OrchardServer/buildRouter(lifecycle:configuration:parts:)``); what needs a socket or a real database (client
-/// addresses, rate limits per address, slow clients, coherence between replicas) stays with ``OrchardHarness``.
+/// addresses, rate limits per address, slow clients, coherence between replicas) stays with ``OrchardHarness`` and
+/// ``ServeProcess``.
 public struct InProcessOrchard: Sendable {
     /// The client id configured.
     public static let clientID = OrchardHarness.clientID

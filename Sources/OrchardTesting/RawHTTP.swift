@@ -63,8 +63,9 @@ public enum RawHTTP {
         /// How late this process's event loops ran: the longer of how late they ran a timer due when the close was
         /// expected (zero when no close was expected, or it came before) and the longest any of them went without
         /// running its jobs during the exchange (``LoopStalls``: a loop stalled when the connection opened accepts it,
-        /// and arms its deadline, that much later). The server's deadlines are timers on these same loops, so a test
-        /// process too busy to run them on time delays the close by as much, and a bound on the close allows for it.
+        /// and arms its deadline, that much later). The close is seen, and timed, on these loops, and a server in this
+        /// process runs its deadlines on them too: a test process too busy to run them on time delays the close by as
+        /// much, and a bound on the close allows for it.
         public let timersLate: Duration
 
         /// Whether the connection was closed no earlier than `earliest` and no later than `latest` plus
