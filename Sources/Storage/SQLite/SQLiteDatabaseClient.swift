@@ -39,7 +39,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
         self.pool = pool
         self.reader = reader
         self.watch = watch
-        self.writer = SQLiteWriter(pool: pool, logger: logger)
+        self.writer = SQLiteWriter.start(pool: pool, logger: logger)
         self.path = path
         self.logger = logger
     }
@@ -128,6 +128,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
 
     /// Closes the connections.
     public func close() async {
+        await writer.stop()
         do {
             try reader.close()
             try watch.close()

@@ -1,7 +1,6 @@
 import Synchronization
 
-/// One caller's write waiting for the SQLite writer: its body, and how the writer tells the caller it is done or that
-/// it now leads the next group.
+/// One caller's write waiting for the SQLite writer: its body, and how the writer tells the caller it is done.
 protocol SQLiteGroupWrite: AnyObject, Sendable {
     /// Whether the write must run alone and outside a transaction (a `PRAGMA` such as `wal_checkpoint`).
     var isExclusive: Bool { get }
@@ -9,16 +8,8 @@ protocol SQLiteGroupWrite: AnyObject, Sendable {
     func run(on database: GRDBSQLDatabase) async -> Bool
     /// Replaces a successful outcome with `error`: the group's commit failed, so nothing of the write is durable.
     func fail(with error: any Error)
-    /// Wakes the caller: `.done` once the outcome is final, `.lead` when it is to run the next group.
-    func signal(_ signal: SQLiteGroupSignal)
-}
-
-/// What the writer tells a waiting caller.
-enum SQLiteGroupSignal: Sendable {
-    /// The write was committed (or failed); its outcome is final.
-    case done
-    /// The caller is first in line and runs the next group itself.
-    case lead
+    /// Wakes the caller: the write was committed (or failed), and its outcome is final.
+    func finish()
 }
 
 /// A pending write whose body returns a `T`.
@@ -27,8 +18,8 @@ final class SQLitePendingWrite<T: Sendable>: SQLiteGroupWrite {
         /// The caller's body, dropped once it ran or the write is done: the caller's closure must not outlive its call.
         var body: (@Sendable (GRDBSQLDatabase) async throws -> T)?
         var outcome: Result<T, any Error>?
-        var signal: SQLiteGroupSignal?
-        var waiter: CheckedContinuation<SQLiteGroupSignal, Never>?
+        var finished = false
+        var waiter: CheckedContinuation<Void, Never>?
     }
 
     let isExclusive: Bool
@@ -63,31 +54,24 @@ final class SQLitePendingWrite<T: Sendable>: SQLiteGroupWrite {
         }
     }
 
-    func signal(_ signal: SQLiteGroupSignal) {
-        let waiter = state.withLock { state -> CheckedContinuation<SQLiteGroupSignal, Never>? in
-            if signal == .done { state.body = nil }
-            guard let waiter = state.waiter else {
-                state.signal = signal
-                return nil
-            }
-            state.waiter = nil
-            return waiter
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.body = nil
+            state.finished = true
+            defer { state.waiter = nil }
+            return state.waiter
         }
-        waiter?.resume(returning: signal)
+        waiter?.resume()
     }
 
-    /// Waits for the writer's signal.
-    func wait() async -> SQLiteGroupSignal {
+    /// Waits until the writer finished the write.
+    func wait() async {
         await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> SQLiteGroupSignal? in
-                if let signal = state.signal {
-                    state.signal = nil
-                    return signal
-                }
-                state.waiter = continuation
-                return nil
+            let finished = state.withLock { state in
+                if !state.finished { state.waiter = continuation }
+                return state.finished
             }
-            if let ready { continuation.resume(returning: ready) }
+            if finished { continuation.resume() }
         }
     }
 
@@ -102,8 +86,8 @@ final class SQLitePendingWrite<T: Sendable>: SQLiteGroupWrite {
 
 /// A write that the writer dropped without running it.
 enum SQLiteWriterError: Error, CustomStringConvertible {
-    /// The group stopped before this write ran (the transaction was lost).
+    /// The write did not run: its group's transaction was lost, or the database was closed.
     case notRun
 
-    var description: String { "the SQLite write did not run: its group's transaction was lost" }
+    var description: String { "the SQLite write did not run: its group's transaction was lost, or the database was closed" }
 }

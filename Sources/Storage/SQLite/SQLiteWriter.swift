@@ -7,12 +7,14 @@ import Synchronization
 
 /// The one writer of an SQLite file, committing concurrent transactions together (group commit).
 ///
-/// A caller's transaction joins the queue. When no group is running, the caller leads one: it takes every write
-/// queued so far, runs them one after the other inside one `BEGIN IMMEDIATE … COMMIT`, each in its own savepoint (a
-/// write that throws is rolled back alone), and answers each caller only after the `COMMIT` returned, so every answer
-/// means durable data (`synchronous=FULL`). Writes that arrived meanwhile form the next group, which the first of them
-/// leads. The fsync of a commit is thus paid once per group, not once per request. `BEGIN` and `COMMIT` run on a
-/// dispatch queue of their own, so waiting for the lock or the disk never blocks Swift's cooperative threads.
+/// A caller's transaction joins the queue and waits. The writer's own task, on a thread of its own
+/// (``SQLiteWriterExecutor``), takes every write queued so far, runs them one after the other inside one
+/// `BEGIN IMMEDIATE … COMMIT`, each in its own savepoint (a write that throws is rolled back alone), and answers each
+/// caller only after the `COMMIT` returned, so every answer means durable data (`synchronous=FULL`). Writes that arrived
+/// meanwhile form the next group. The fsync of a commit is thus paid once per group, not once per request. A group runs
+/// from `BEGIN` to `COMMIT` without leaving the writer's thread: waiting for the lock or the disk blocks that thread
+/// only, never Swift's cooperative threads (which serve's HTTP shares), and no step of a group waits in their queue
+/// (`Benchmarks/run`'s SQLite ingest guards this).
 ///
 /// A group that fails (the file locked by another process past the busy timeout, a full disk) is logged at most once
 /// per 10 s, with the count left unlogged (see ``FailureLogSpacing``): while the file stays locked, every write and every
@@ -21,7 +23,9 @@ import Synchronization
 final class SQLiteWriter: Sendable {
     private struct Queue {
         var pending: [any SQLiteGroupWrite] = []
-        var leading = false
+        /// The writer's task, waiting for a write.
+        var idle: CheckedContinuation<Void, Never>?
+        var stopped = false
         var statistics = SQLiteCommitStatistics()
     }
 
@@ -31,12 +35,33 @@ final class SQLiteWriter: Sendable {
     private let pool: DatabasePool
     private let logger: Logger
     private let queue = Mutex(Queue())
-    private let diskQueue = DispatchQueue(label: "orchard.sqlite.commit")
+    private let executor = SQLiteWriterExecutor()
     private let failures = FailureLogSpacing(clock: SystemWallClock(), interval: .seconds(10))
+    /// The writer's task, from ``start()`` to ``stop()``.
+    private let task = Mutex<Task<Void, Never>?>(nil)
 
-    init(pool: DatabasePool, logger: Logger) {
+    private init(pool: DatabasePool, logger: Logger) {
         self.pool = pool
         self.logger = logger
+    }
+
+    /// A writer of `pool`, its task running until ``stop()``.
+    static func start(pool: DatabasePool, logger: Logger) -> SQLiteWriter {
+        let writer = SQLiteWriter(pool: pool, logger: logger)
+        let task = Task(executorPreference: writer.executor) { await writer.run() }
+        writer.task.withLock { $0 = task }
+        return writer
+    }
+
+    /// Commits what is queued, then ends the writer's task; a write that arrives later fails (``SQLiteWriterError``).
+    func stop() async {
+        let idle = queue.withLock { queue in
+            queue.stopped = true
+            defer { queue.idle = nil }
+            return queue.idle
+        }
+        idle?.resume()
+        await task.withLock { $0 }?.value
     }
 
     /// How many groups were committed so far, and how many transactions they held.
@@ -59,54 +84,63 @@ final class SQLiteWriter: Sendable {
     }
 
     private func enqueue<T>(_ write: SQLitePendingWrite<T>) async throws -> T {
-        let leads = queue.withLock { queue in
+        let (accepted, idle) = queue.withLock { queue -> (Bool, CheckedContinuation<Void, Never>?) in
+            guard !queue.stopped else { return (false, nil) }
             queue.pending.append(write)
-            guard !queue.leading else { return false }
-            queue.leading = true
-            return true
+            defer { queue.idle = nil }
+            return (true, queue.idle)
         }
-        if leads {
-            await runGroup()
-        } else if await write.wait() == .lead {
-            await runGroup()
-        }
+        guard accepted else { throw SQLiteWriterError.notRun }
+        idle?.resume()
+        await write.wait()
         return try write.outcome()
     }
 
-    /// Takes the writes at the head of the queue, commits them, answers their callers and hands the lead on.
-    private func runGroup() async {
-        let group = queue.withLock { queue -> [any SQLiteGroupWrite] in
-            guard let first = queue.pending.first else { return [] }
-            let count =
-                first.isExclusive
-                ? 1 : queue.pending.prefix(Self.maximumGroupSize).prefix(while: { !$0.isExclusive }).count
-            let group = Array(queue.pending.prefix(count))
-            queue.pending.removeFirst(count)
-            if !first.isExclusive {
-                queue.statistics.groups += 1
-                queue.statistics.transactions += count
+    /// The writer's task: commits the queue's groups, one after the other, until stopped with nothing queued.
+    private func run() async {
+        while let group = await nextGroup() {
+            if group.count == 1, group[0].isExclusive {
+                _ = await group[0].run(on: GRDBSQLDatabase(route: .writer(pool), logger: logger))
+            } else {
+                await commit(group)
             }
-            return group
+            for write in group { write.finish() }
         }
-        if group.count == 1, group[0].isExclusive {
-            _ = await group[0].run(on: GRDBSQLDatabase(route: .writer(pool), logger: logger))
-        } else if !group.isEmpty {
-            await commit(group)
+    }
+
+    /// The writes at the head of the queue, once there are any; `nil` once stopped with nothing queued.
+    private func nextGroup() async -> [any SQLiteGroupWrite]? {
+        while true {
+            let group = queue.withLock { queue -> [any SQLiteGroupWrite]? in
+                guard let first = queue.pending.first else { return queue.stopped ? [] : nil }
+                let count =
+                    first.isExclusive
+                    ? 1 : queue.pending.prefix(Self.maximumGroupSize).prefix(while: { !$0.isExclusive }).count
+                let group = Array(queue.pending.prefix(count))
+                queue.pending.removeFirst(count)
+                if !first.isExclusive {
+                    queue.statistics.groups += 1
+                    queue.statistics.transactions += count
+                }
+                return group
+            }
+            if let group { return group.isEmpty ? nil : group }
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = queue.withLock { queue in
+                    guard queue.pending.isEmpty, !queue.stopped else { return true }
+                    queue.idle = continuation
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
         }
-        for write in group { write.signal(.done) }
-        let next = queue.withLock { queue -> (any SQLiteGroupWrite)? in
-            if let next = queue.pending.first { return next }
-            queue.leading = false
-            return nil
-        }
-        next?.signal(.lead)
     }
 
     private func commit(_ group: [any SQLiteGroupWrite]) async {
         let database = GRDBSQLDatabase(route: .writer(pool), logger: logger)
         let savepoints = group.count > 1
         do {
-            try await onDiskQueue { try $0.execute(sql: "BEGIN IMMEDIATE") }
+            try execute("BEGIN IMMEDIATE")
             var committed = false
             for write in group {
                 if savepoints { try execute("SAVEPOINT orchard_group_write") }
@@ -121,7 +155,7 @@ final class SQLiteWriter: Sendable {
                 committed = committed || succeeded
             }
             let end = committed ? "COMMIT" : "ROLLBACK"
-            try await onDiskQueue { try $0.execute(sql: end) }
+            try execute(end)
             // A group whose every write failed rolls back: the writes' own failures, not a failed commit.
             if committed, let failed = failures.success() {
                 logger.info("SQLite group commits succeed again", metadata: ["sqlite.failed_groups": "\(failed)"])
@@ -134,7 +168,7 @@ final class SQLiteWriter: Sendable {
                     metadata: ["sqlite.group_size": "\(group.count)", "error": "\(failure)", "sqlite.unlogged_failures": "\(unlogged)"]
                 )
             }
-            try? await onDiskQueue { db in if db.isInsideTransaction { try db.execute(sql: "ROLLBACK") } }
+            try? rollBackIfOpen()
             for write in group { write.fail(with: failure) }
         }
     }
@@ -143,18 +177,23 @@ final class SQLiteWriter: Sendable {
         pool.writeWithoutTransaction { $0.isInsideTransaction }
     }
 
+    private func rollBackIfOpen() throws {
+        try pool.writeWithoutTransaction { db in if db.isInsideTransaction { try db.execute(sql: "ROLLBACK") } }
+    }
+
     private func execute(_ sql: String) throws {
         try pool.writeWithoutTransaction { try $0.execute(sql: sql) }
     }
+}
 
-    /// Runs `work` on the writer connection from the commit queue, off Swift's cooperative threads and untouched by
-    /// the calling task's cancellation (a cancelled request must not abort a commit other requests share).
-    private func onDiskQueue(_ work: @escaping @Sendable (Database) throws -> Void) async throws {
-        let pool = self.pool
-        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-            diskQueue.async {
-                continuation.resume(with: Result { try pool.writeWithoutTransaction(work) })
-            }
-        }
+/// The thread the SQLite writer's task runs on: one serial dispatch queue, so that a group runs from `BEGIN` to
+/// `COMMIT` without waiting in the cooperative pool's queue, and blocks only this thread while SQLite waits for the
+/// disk or the file's lock.
+final class SQLiteWriterExecutor: TaskExecutor {
+    private let queue = DispatchQueue(label: "orchard.sqlite.writer")
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        queue.async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }
