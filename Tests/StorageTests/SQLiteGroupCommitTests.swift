@@ -101,6 +101,28 @@ struct SQLiteGroupCommitTests {
         await fixture.remove()
     }
 
+    @Test("once a commit leaves 1,000 pages in the WAL, a checkpoint of its own copies them into the database file")
+    func checkpointsPastThreshold() async throws {
+        let fixture = try await Fixture.make()
+        let path = fixture.directory.file("group.sqlite")
+        try await fixture.client.withDatabase { db in
+            try await db.raw("CREATE TABLE blobs (id INTEGER PRIMARY KEY, data BLOB NOT NULL)").run()
+        }
+        // Four commits of 400 rows of 4,000 bytes (a page each): the WAL passes 1,000 pages on the third. In WAL mode
+        // the database file grows only when a checkpoint copies pages into it, and nothing here asks for one.
+        for round in 0..<4 {
+            try await fixture.client.transaction { db in
+                for row in 0..<400 {
+                    try await db.raw("INSERT INTO blobs (id, data) VALUES (\(bind: round * 400 + row), zeroblob(4000))").run()
+                }
+            }
+        }
+        let size = { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        let checkpointed = await eventually { size() >= 1_000 * 4_000 }
+        #expect(checkpointed, "the database file holds \(size()) bytes: the WAL's first 1,000 pages were never checkpointed")
+        await fixture.remove()
+    }
+
     @Test("a committed group survives closing and reopening the file")
     func reopened() async throws {
         let fixture = try await Fixture.make()

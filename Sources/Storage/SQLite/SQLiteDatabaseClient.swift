@@ -25,6 +25,7 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     private let reader: SQLiteReader
     private let writer: SQLiteWriter
     private let watch: SQLiteChangeWatch
+    private let checkpointer: SQLiteCheckpointer
     private let logger: Logger
     /// The database file's path.
     public let path: String
@@ -35,10 +36,18 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     /// Always ``DatabaseFlavor/sqlite``.
     public var flavor: DatabaseFlavor { .sqlite }
 
-    private init(pool: DatabasePool, reader: SQLiteReader, watch: SQLiteChangeWatch, path: String, logger: Logger) {
+    private init(
+        pool: DatabasePool,
+        reader: SQLiteReader,
+        watch: SQLiteChangeWatch,
+        checkpointer: SQLiteCheckpointer,
+        path: String,
+        logger: Logger
+    ) {
         self.pool = pool
         self.reader = reader
         self.watch = watch
+        self.checkpointer = checkpointer
         self.writer = SQLiteWriter.start(pool: pool, logger: logger)
         self.path = path
         self.logger = logger
@@ -80,7 +89,9 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             // After the pool: its writer has put the file in WAL mode, which the readers then share.
             let reader = try SQLiteReader(path: path, count: 4, configuration: configuration)
             let watch = try SQLiteChangeWatch(path: path, configuration: configuration)
-            return SQLiteDatabaseClient(pool: pool, reader: reader, watch: watch, path: path, logger: logger)
+            let checkpointer = try SQLiteCheckpointer(path: path, configuration: configuration)
+            try await pool.writeWithoutTransaction { checkpointer.install(on: $0) }
+            return SQLiteDatabaseClient(pool: pool, reader: reader, watch: watch, checkpointer: checkpointer, path: path, logger: logger)
         } catch {
             throw StoreError.unavailable("cannot open the SQLite database at \(path): \(error)")
         }
@@ -130,6 +141,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
     public func close() async {
         await writer.stop()
         do {
+            try await pool.writeWithoutTransaction { checkpointer.uninstall(from: $0) }
+            try checkpointer.close()
             try reader.close()
             try watch.close()
             try pool.close()

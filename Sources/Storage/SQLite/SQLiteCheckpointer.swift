@@ -1,0 +1,70 @@
+import Dispatch
+import GRDB
+import GRDBSQLite
+import Synchronization
+
+/// Checkpoints the WAL from a connection of its own, on a thread of its own, in place of SQLite's automatic
+/// checkpoint, which runs inside the `COMMIT` that takes the WAL past 1,000 pages: on the writer's thread, where it
+/// held every waiting write behind copying those pages into the database file and its fsync.
+///
+/// Installed on the writer connection as its WAL hook (which replaces the automatic checkpoint): once a commit leaves
+/// ``threshold`` pages or more in the WAL, a `PASSIVE` checkpoint runs on the checkpointer's connection, beside the
+/// writer and the readers (it takes neither the write lock nor waits for readers), and the writer starts the WAL over
+/// once it has been copied. At most one runs at a time; a commit that finds one running starts none.
+final class SQLiteCheckpointer: Sendable {
+    /// SQLite's own threshold for its automatic checkpoint.
+    static let threshold: Int32 = 1000
+
+    private let connection: DatabaseQueue
+    private let queue = DispatchQueue(label: "orchard.sqlite.checkpoint")
+    private let running = Mutex(false)
+
+    init(path: String, configuration: Configuration) throws {
+        connection = try DatabaseQueue(path: path, configuration: configuration)
+    }
+
+    /// Makes this checkpointer the writer connection's WAL hook; the writer no longer checkpoints by itself.
+    func install(on db: Database) {
+        sqlite3_wal_hook(db.sqliteConnection, walHook, Unmanaged.passUnretained(self).toOpaque())
+    }
+
+    /// Takes the hook off the writer connection again, before either is closed.
+    func uninstall(from db: Database) {
+        sqlite3_wal_hook(db.sqliteConnection, nil, nil)
+    }
+
+    /// Called by SQLite after each commit of the writer, with the pages now in the WAL.
+    fileprivate func committed(walPages: Int32) {
+        guard walPages >= Self.threshold else { return }
+        let starts = running.withLock { running in
+            defer { running = true }
+            return !running
+        }
+        guard starts else { return }
+        queue.async {
+            // A checkpoint that cannot run now (another process's, say) is tried again after a later commit.
+            _ = try? self.connection.inDatabase { try $0.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+            self.running.withLock { $0 = false }
+        }
+    }
+
+    /// Waits for a checkpoint in flight, then closes the connection.
+    func close() throws {
+        queue.sync {}
+        try connection.close()
+    }
+}
+
+/// SQLite's WAL hook: `context` is the unretained ``SQLiteCheckpointer``, which the database client holds for as long
+/// as the hook is installed.
+private func walHook(
+    _ context: UnsafeMutableRawPointer?,
+    _ connection: OpaquePointer?,
+    _ database: UnsafePointer<CChar>?,
+    _ pages: Int32
+) -> Int32 {
+    if let context {
+        Unmanaged<SQLiteCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(walPages: pages)
+    }
+    return SQLITE_OK
+}
