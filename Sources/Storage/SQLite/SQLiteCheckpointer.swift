@@ -7,17 +7,24 @@ import Synchronization
 /// checkpoint, which runs inside the `COMMIT` that takes the WAL past 1,000 pages: on the writer's thread, where it
 /// held every waiting write behind copying those pages into the database file and its fsync.
 ///
-/// Installed on the writer connection as its WAL hook (which replaces the automatic checkpoint): once a commit leaves
-/// ``threshold`` pages or more in the WAL, a `PASSIVE` checkpoint runs on the checkpointer's connection, beside the
-/// writer and the readers (it takes neither the write lock nor waits for readers), and the writer starts the WAL over
-/// once it has been copied. At most one runs at a time; a commit that finds one running starts none.
+/// Installed on the writer connection as its WAL hook (which replaces the automatic checkpoint): once commits have added
+/// ``threshold`` pages to the WAL since the last checkpoint started, a `PASSIVE` checkpoint runs on the checkpointer's
+/// connection, beside the writer and the readers (it takes neither the write lock nor waits for readers), and the
+/// writer starts the WAL over once everything in it has been copied. At most one runs at a time; a commit that finds
+/// one running starts none.
 final class SQLiteCheckpointer: Sendable {
     /// SQLite's own threshold for its automatic checkpoint.
     static let threshold: Int32 = 1000
 
     private let connection: DatabaseQueue
     private let queue = DispatchQueue(label: "orchard.sqlite.checkpoint")
-    private let running = Mutex(false)
+    private struct State {
+        var running = false
+        /// The WAL's pages when the last checkpoint started.
+        var pagesAtLastStart: Int32 = 0
+    }
+
+    private let state = Mutex(State())
 
     init(path: String, configuration: Configuration) throws {
         connection = try DatabaseQueue(path: path, configuration: configuration)
@@ -35,16 +42,19 @@ final class SQLiteCheckpointer: Sendable {
 
     /// Called by SQLite after each commit of the writer, with the pages now in the WAL.
     fileprivate func committed(walPages: Int32) {
-        guard walPages >= Self.threshold else { return }
-        let starts = running.withLock { running in
-            defer { running = true }
-            return !running
+        let starts = state.withLock { state in
+            // Fewer pages than at the last start: the writer started the WAL over since.
+            if walPages < state.pagesAtLastStart { state.pagesAtLastStart = 0 }
+            guard !state.running, walPages - state.pagesAtLastStart >= Self.threshold else { return false }
+            state.running = true
+            state.pagesAtLastStart = walPages
+            return true
         }
         guard starts else { return }
         queue.async {
-            // A checkpoint that cannot run now (another process's, say) is tried again after a later commit.
+            // A checkpoint that cannot run now (another process's, say) is tried again after later commits.
             _ = try? self.connection.inDatabase { try $0.execute(sql: "PRAGMA wal_checkpoint(PASSIVE)") }
-            self.running.withLock { $0 = false }
+            self.state.withLock { $0.running = false }
         }
     }
 
