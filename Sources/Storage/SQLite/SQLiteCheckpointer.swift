@@ -22,6 +22,8 @@ final class SQLiteCheckpointer: Sendable {
         var running = false
         /// The WAL's pages when the last checkpoint started.
         var pagesAtLastStart: Int32 = 0
+        /// Whether the hook is installed, and so holds this checkpointer.
+        var installed = false
     }
 
     private let state = Mutex(State())
@@ -30,14 +32,26 @@ final class SQLiteCheckpointer: Sendable {
         connection = try DatabaseQueue(path: path, configuration: configuration)
     }
 
-    /// Makes this checkpointer the writer connection's WAL hook; the writer no longer checkpoints by itself.
+    /// Makes this checkpointer the writer connection's WAL hook, which holds it until ``uninstall(from:)``; the writer no
+    /// longer checkpoints by itself.
     func install(on db: Database) {
-        sqlite3_wal_hook(db.sqliteConnection, walHook, Unmanaged.passUnretained(self).toOpaque())
+        let installs = state.withLock { state in
+            defer { state.installed = true }
+            return !state.installed
+        }
+        guard installs else { return }
+        sqlite3_wal_hook(db.sqliteConnection, walHook, Unmanaged.passRetained(self).toOpaque())
     }
 
-    /// Takes the hook off the writer connection again, before either is closed.
+    /// Takes the hook off the writer connection again, and its hold on this checkpointer, before either is closed.
     func uninstall(from db: Database) {
+        let uninstalls = state.withLock { state in
+            defer { state.installed = false }
+            return state.installed
+        }
+        guard uninstalls else { return }
         sqlite3_wal_hook(db.sqliteConnection, nil, nil)
+        Unmanaged.passUnretained(self).release()
     }
 
     /// Called by SQLite after each commit of the writer, with the pages now in the WAL.
@@ -65,8 +79,7 @@ final class SQLiteCheckpointer: Sendable {
     }
 }
 
-/// SQLite's WAL hook: `context` is the unretained ``SQLiteCheckpointer``, which the database client holds for as long
-/// as the hook is installed.
+/// SQLite's WAL hook: `context` is the ``SQLiteCheckpointer`` that ``SQLiteCheckpointer/install(on:)`` retained for it.
 private func walHook(
     _ context: UnsafeMutableRawPointer?,
     _ connection: OpaquePointer?,
