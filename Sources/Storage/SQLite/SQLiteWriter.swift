@@ -14,7 +14,7 @@ import Synchronization
 /// meanwhile form the next group. The fsync of a commit is thus paid once per group, not once per request. A group runs
 /// from `BEGIN` to `COMMIT` without leaving the writer's thread: waiting for the lock or the disk blocks that thread
 /// only, never Swift's cooperative threads (which serve's HTTP shares), and no step of a group waits in their queue
-/// (`Benchmarks/run`'s SQLite ingest guards this).
+/// (Benchmarks/README, A15: what this did and did not change in `Benchmarks/run`'s SQLite ingest).
 ///
 /// A group that fails (the file locked by another process past the busy timeout, a full disk) is logged at most once
 /// per 10 s, with the count left unlogged (see ``FailureLogSpacing``): while the file stays locked, every write and every
@@ -111,6 +111,7 @@ final class SQLiteWriter: Sendable {
     /// The writes at the head of the queue, once there are any; `nil` once stopped with nothing queued.
     private func nextGroup() async -> [any SQLiteGroupWrite]? {
         while true {
+            // `nil`: nothing queued yet, wait; empty: stopped with nothing queued, end.
             let group = queue.withLock { queue -> [any SQLiteGroupWrite]? in
                 guard let first = queue.pending.first else { return queue.stopped ? [] : nil }
                 let count =
