@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import OrchardTesting
 import Storage
@@ -16,6 +17,30 @@ struct InstallationOnBackend {
         var environment = base.environment
         if let database, case .postgres(let url) = database.url { environment["ORCHARD_DATABASE_URL"] = url }
         return InstallationOnBackend(base: base, database: database, environment: environment)
+    }
+
+    /// `orchard serve` on a new installation, in a process of its own, for `body`; `extra` goes over the installation's
+    /// environment, and `http` (the installation's plain client by default) is what waits for serve to be ready. The
+    /// installation is removed afterwards, also when `body` throws (serve is killed when the test lets go of it).
+    static func withServe(
+        _ extra: [String: String] = [:],
+        http: HTTPClient? = nil,
+        _ body: (ServeProcess, InstallationOnBackend) async throws -> Void
+    ) async throws {
+        let installation = try await InstallationOnBackend.start()
+        do {
+            let serve = try await ServeProcess.start(
+                environment: installation.environment.merging(extra) { $1 },
+                logDirectory: installation.base.directory.path,
+                http: http ?? installation.base.http
+            )
+            try await body(serve, installation)
+            await serve.terminate()
+        } catch {
+            await installation.stop()
+            throw error
+        }
+        await installation.stop()
     }
 
     /// Runs `orchard` with the installation's environment (and `extra` over it).

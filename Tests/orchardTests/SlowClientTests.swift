@@ -37,22 +37,7 @@ struct SlowClientTests {
         http: HTTPClient? = nil,
         _ body: (ServeProcess, InstallationOnBackend) async throws -> Void
     ) async throws {
-        let installation = try await InstallationOnBackend.start()
-        do {
-            var environment = installation.environment.merging(extra) { $1 }
-            environment["ORCHARD_LOG_LEVEL"] = "debug"
-            let serve = try await ServeProcess.start(
-                environment: environment,
-                logDirectory: installation.base.directory.path,
-                http: http ?? installation.base.http
-            )
-            try await body(serve, installation)
-            await serve.terminate()
-        } catch {
-            await installation.stop()
-            throw error
-        }
-        await installation.stop()
+        try await InstallationOnBackend.withServe(extra.merging(["ORCHARD_LOG_LEVEL": "debug"]) { $1 }, http: http, body)
     }
 
     /// For a close not within its bound: serve's own account of its deadlines (how long after it took each connection
