@@ -108,12 +108,21 @@ final class SQLiteWriter: Sendable {
         }
     }
 
+    /// What the queue holds for the writer's task.
+    private enum Take {
+        /// The writes to commit next, in one group (or the one exclusive write).
+        case group([any SQLiteGroupWrite])
+        /// Nothing queued yet.
+        case wait
+        /// Stopped, with nothing queued.
+        case stopped
+    }
+
     /// The writes at the head of the queue, once there are any; `nil` once stopped with nothing queued.
     private func nextGroup() async -> [any SQLiteGroupWrite]? {
         while true {
-            // `nil`: nothing queued yet, wait; empty: stopped with nothing queued, end.
-            let group = queue.withLock { queue -> [any SQLiteGroupWrite]? in
-                guard let first = queue.pending.first else { return queue.stopped ? [] : nil }
+            let take = queue.withLock { queue -> Take in
+                guard let first = queue.pending.first else { return queue.stopped ? .stopped : .wait }
                 let count =
                     first.isExclusive
                     ? 1 : queue.pending.prefix(Self.maximumGroupSize).prefix(while: { !$0.isExclusive }).count
@@ -123,9 +132,13 @@ final class SQLiteWriter: Sendable {
                     queue.statistics.groups += 1
                     queue.statistics.transactions += count
                 }
-                return group
+                return .group(group)
             }
-            if let group { return group.isEmpty ? nil : group }
+            switch take {
+            case .group(let group): return group
+            case .stopped: return nil
+            case .wait: break
+            }
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let ready = queue.withLock { queue in
                     guard queue.pending.isEmpty, !queue.stopped else { return true }
