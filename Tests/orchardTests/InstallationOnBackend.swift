@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOSSL
 import OrchardTesting
 import Storage
 
@@ -41,6 +42,28 @@ struct InstallationOnBackend {
             throw error
         }
         await installation.stop()
+    }
+
+    /// ``withServe(_:http:_:)`` with built-in TLS on `issued`; `body` also gets the HTTPS client that waited for serve, which
+    /// trusts only `authority` and not the host name (it asks for 127.0.0.1), and is shut down afterwards.
+    static func withServe(
+        _ extra: [String: String] = [:],
+        tls issued: TestCertificateAuthority.Issued,
+        from authority: TestCertificateAuthority,
+        _ body: (ServeProcess, HTTPClient) async throws -> Void
+    ) async throws {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .file(authority.certificateFile)
+        tls.certificateVerification = .noHostnameVerification
+        let https = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+        let files = ["ORCHARD_TLS_CERT_FILE": issued.certificateFile, "ORCHARD_TLS_KEY_FILE": issued.keyFile]
+        do {
+            try await withServe(extra.merging(files) { $1 }, http: https) { serve, _ in try await body(serve, https) }
+        } catch {
+            try? await https.shutdown()
+            throw error
+        }
+        try await https.shutdown()
     }
 
     /// Runs `orchard` with the installation's environment (and `extra` over it).

@@ -1,7 +1,5 @@
-import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
-import NIOSSL
 import OrchardServer
 import OrchardTesting
 import Testing
@@ -19,26 +17,11 @@ struct NotificationsDoctorTests {
         defer { directory.remove() }
         let authority = try TestCertificateAuthority(in: directory)
         let server = try authority.issue("localhost")
-        // What waits for serve to be ready asks for 127.0.0.1, for which the certificate is not; the doctor checks the
-        // name itself.
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .file(authority.certificateFile)
-        tls.certificateVerification = .noHostnameVerification
-        let https = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
-        do {
-            // `orchard serve` in a process of its own, as an operator runs it: the probe must be answered within 5 s,
-            // and a server inside this process, beside a parallel pass, once was not.
-            try await InstallationOnBackend.withServe(
-                ["ORCHARD_TLS_CERT_FILE": server.certificateFile, "ORCHARD_TLS_KEY_FILE": server.keyFile],
-                http: https
-            ) { serve, _ in
-                try await Self.checkPasses("https://localhost:\(serve.port)/v1/apple/notifications", caFile: authority.certificateFile)
-            }
-        } catch {
-            try? await https.shutdown()
-            throw error
+        // `orchard serve` in a process of its own, as an operator runs it: the probe must be answered within 5 s, and a
+        // server inside this process, beside a parallel pass, once was not.
+        try await InstallationOnBackend.withServe(tls: server, from: authority) { serve, _ in
+            try await Self.checkPasses("https://localhost:\(serve.port)/v1/apple/notifications", caFile: authority.certificateFile)
         }
-        try await https.shutdown()
     }
 
     /// Runs the doctor on Orchard's endpoint at `url`, with `--json` and without, and checks that every check passed.

@@ -150,22 +150,7 @@ struct SlowClientTests {
         defer { directory.remove() }
         let authority = try TestCertificateAuthority(in: directory)
         let issued = try authority.issue("serve", hosts: ["localhost", "127.0.0.1"])
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .file(authority.certificateFile)
-        tls.certificateVerification = .noHostnameVerification
-        let https = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
-        let files = ["ORCHARD_TLS_CERT_FILE": issued.certificateFile, "ORCHARD_TLS_KEY_FILE": issued.keyFile]
-        do {
-            try await halfHandshake(files, https)
-        } catch {
-            try? await https.shutdown()
-            throw error
-        }
-        try await https.shutdown()
-    }
-
-    private func halfHandshake(_ files: [String: String], _ https: HTTPClient) async throws {
-        try await Self.withServe(files, http: https) { serve, _ in
+        try await InstallationOnBackend.withServe(["ORCHARD_LOG_LEVEL": "debug"], tls: issued, from: authority) { serve, https in
             // A TLS record header announcing a ClientHello, and then nothing.
             let halfHello: [UInt8] = [0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01, 0xFC, 0x03, 0x03]
             async let stalled = RawHTTP.exchange(port: serve.port, sending: halfHello, expectingCloseAfter: .seconds(10), closeWithin: .seconds(20))
