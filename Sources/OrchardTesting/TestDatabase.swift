@@ -79,15 +79,14 @@ public final class TestDatabase: Sendable {
         ProcessInfo.processInfo.environment["ORCHARD_TEST_POSTGRES_URL"].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// The backends the conformance suite can reach here. Without a cluster, PostgreSQL is skipped with a loud message,
-    /// except under `CI=true`, where its absence is a failure the suite reports.
-    public static var availableBackends: [Backend] {
-        if postgresAdminURL != nil { return [.sqlite, .postgres] }
-        if ProcessInfo.processInfo.environment["CI"] != "true" {
-            print("WARNING: ORCHARD_TEST_POSTGRES_URL is not set: the PostgreSQL tests are SKIPPED (see README: scripts/start-test-postgres)")
-        }
-        return [.sqlite]
-    }
+    /// The backends the storage conformance suites run on in this pass: the pass's own (``selectedBackend``), so that
+    /// `scripts/test`'s SQLite pass runs them on SQLite and its PostgreSQL pass on PostgreSQL, each once. Run with
+    /// `ORCHARD_TEST_DATABASE=postgres` and a cluster (`scripts/start-test-postgres`) for PostgreSQL's.
+    public static var passBackends: [Backend] { [selectedBackend] }
+
+    /// Whether this is the SQLite pass, which runs what touches no database of the pass's backend (the in-memory store's
+    /// conformance, suites marked backend-independent); the PostgreSQL pass skips them rather than run them twice.
+    public static var isSQLitePass: Bool { selectedBackend == .sqlite }
 
     /// Makes a fresh, migrated database on `backend`; its driver logs through `logger` (the harness passes Orchard's,
     /// so that the log check sees what the driver would log).

@@ -21,7 +21,7 @@ import Testing
 /// and the concurrency pool running on time. It bounds the close from below (never before the deadline) and says
 /// that a close came at all; the whole server's deadlines are measured from the client, with `orchard serve` in a
 /// process of its own, in `SlowClientTests`.
-@Suite("The connection watcher's own deadlines")
+@Suite("The connection watcher's own deadlines", .backendIndependent)
 struct ConnectionDeadlinesTests {
     static let deadlines = ConnectionDeadlines(headTimeout: .seconds(1), bodyTimeout: .seconds(1), idleTimeout: .seconds(2))
     static let request = Array("GET /x HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8)

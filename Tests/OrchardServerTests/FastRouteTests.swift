@@ -9,7 +9,7 @@ import Testing
 /// a scripted Apple. What a route decides (its policy, the request it refuses, the problem it answers, what it leaves in
 /// the store) in milliseconds, without a socket or a database; the same rules through real parts are in the suites
 /// beside this one (SignInTests, SessionTests, CookieSessionTests, SessionBudgetTests, DeletionTests, HTTPHygieneTests).
-@Suite("Fast tier: the public routes in process, over the in-memory store")
+@Suite("Fast tier: the public routes in process, over the in-memory store", .backendIndependent)
 struct FastRouteTests {
     static func token(_ response: TestResponse) throws -> String {
         try #require((response.json["session"] as? [String: Any])?["token"] as? String, "\(response.status)")

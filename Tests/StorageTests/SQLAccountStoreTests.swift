@@ -11,7 +11,7 @@ import Testing
 /// One conformance suite for every Storage implementation: each test runs on SQLite and, when a test cluster is
 /// reachable, on PostgreSQL; the tests of what the lifecycle relies on (``StoreUnderTest``) on the in-memory store too.
 @Suite struct SQLAccountStoreTests {
-    static let backends = TestDatabase.availableBackends
+    static let backends = TestDatabase.passBackends
 
     func withStore(_ backend: TestDatabase.Backend, _ body: (SQLAccountStore, any DatabaseClient) async throws -> Void) async throws {
         let database = try await TestDatabase.make(backend)

@@ -6,7 +6,7 @@ import Storage
 import Testing
 
 /// The SQLite client's concurrency: readers beside the one writer, and group commit.
-@Suite("SQLite: readers on their own connections, writers sharing commits")
+@Suite("SQLite: readers on their own connections, writers sharing commits", .backendIndependent)
 struct SQLiteGroupCommitTests {
     /// A database with one table, and a transaction that holds the writer until the test lets it go.
     struct Fixture {

@@ -7,7 +7,7 @@ import Testing
 
 /// The rules one process's memory keeps, without a database and on a clock the test moves: what it may answer, and
 /// what a change it hears of takes away.
-@Suite("Session memory: it answers only what no change it heard of is ending, and only while its lease is current")
+@Suite("Session memory: it answers only what no change it heard of is ending, and only while its lease is current", .backendIndependent)
 struct SessionMemoryTests {
     static func live(_ tokenHash: String, account: String = "acct_1") -> SessionWithAccount {
         let now = Date()

@@ -1,9 +1,10 @@
 import Foundation
+import OrchardTesting
 import Testing
 
 /// The statements that end sessions live in one place, `SessionChange`, which only the session memory's owner makes: a
 /// statement written elsewhere would end sessions without telling the memory (docs/layout.md, "Ending sessions").
-@Suite("One path ends sessions")
+@Suite("One path ends sessions", .backendIndependent)
 struct SessionPathTests {
     /// The repository's `Sources` folder.
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -7,7 +7,7 @@ import Testing
 
 /// How PostgreSQL's session checks read together, without a database: which token hashes each read is given, and what
 /// each check is answered.
-@Suite("Session reads: checks that arrive while others read are read together, never by a read that began before them")
+@Suite("Session reads: checks that arrive while others read are read together, never by a read that began before them", .backendIndependent)
 struct SessionReadsTests {
     /// A read that records the token hashes it was given and waits until the test opens it.
     final class HeldReads: Sendable {

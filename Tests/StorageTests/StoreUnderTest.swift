@@ -10,8 +10,8 @@ enum StoreUnderTest: Sendable, CustomStringConvertible {
     case memory
     case sql(TestDatabase.Backend)
 
-    /// Every store this machine can run.
-    static let all: [StoreUnderTest] = [.memory] + TestDatabase.availableBackends.map { .sql($0) }
+    /// Every store this pass runs: the in-memory store in the SQLite pass, and the pass's database.
+    static let all: [StoreUnderTest] = (TestDatabase.isSQLitePass ? [.memory] : []) + TestDatabase.passBackends.map { .sql($0) }
 
     var description: String {
         switch self {

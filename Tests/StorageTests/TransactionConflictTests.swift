@@ -11,7 +11,7 @@ import Testing
 @Suite struct TransactionConflictTests {
     @Test(
         "two transactions that lock the same rows in opposite orders both complete: PostgreSQL's deadlock victim runs again",
-        .enabled(if: TestDatabase.postgresAdminURL != nil, "needs ORCHARD_TEST_POSTGRES_URL")
+        .enabled(if: TestDatabase.selectedBackend == .postgres, "needs the PostgreSQL pass")
     )
     func deadlockVictimRunsAgain() async throws {
         let database = try await TestDatabase.make(.postgres)

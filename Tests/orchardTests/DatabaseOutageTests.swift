@@ -82,7 +82,7 @@ struct DedicatedCluster {
 
 @Suite(
     "PostgreSQL stopped and started under load",
-    .enabled(if: TestDatabase.postgresAdminURL != nil && getuid() == 0, "needs a PostgreSQL test cluster and root to run its own")
+    .enabled(if: TestDatabase.selectedBackend == .postgres && getuid() == 0, "needs the PostgreSQL pass and root to run a cluster of its own")
 )
 struct DatabaseOutageTests {
     @Test("while the database is down: 503 storage_unavailable and readiness 503, never a 500; both recover, nothing lost")

@@ -9,7 +9,7 @@ import Storage
 import Testing
 
 /// Several `orchard serve` replicas on one PostgreSQL database: every job exactly once, through crashes and outages.
-@Suite("Replicas on PostgreSQL", .enabled(if: TestDatabase.postgresAdminURL != nil, "needs ORCHARD_TEST_POSTGRES_URL"))
+@Suite("Replicas on PostgreSQL", .enabled(if: TestDatabase.selectedBackend == .postgres, "needs the PostgreSQL pass"))
 struct ReplicaTests {
     /// Two replicas on a fresh database, with a webhook receiver.
     struct Pair {

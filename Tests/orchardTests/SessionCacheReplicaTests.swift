@@ -13,7 +13,7 @@ import Testing
 /// stopped past its lease, the database cutting every connection.
 @Suite(
     "Replicas answer session checks from memory and never accept an ended one",
-    .enabled(if: TestDatabase.postgresAdminURL != nil, "needs ORCHARD_TEST_POSTGRES_URL")
+    .enabled(if: TestDatabase.selectedBackend == .postgres, "needs the PostgreSQL pass")
 )
 struct SessionCacheReplicaTests {
     static let clientID = "com.example.orchard.app"
