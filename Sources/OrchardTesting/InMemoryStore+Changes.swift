@@ -42,7 +42,7 @@ extension InMemoryStore: AccountChangeStore {
             }
             tables.add(change.history)
             if let jti = change.completesNotification {
-                tables.inbox[jti]?.processed = (change.at, InboxOutcome.Kind.processed.rawValue)
+                tables.inbox[jti]?.processed = (change.at, .processed)
                 tables.inbox[jti]?.entry.sealedEvent = nil
             }
             return .applied(revocation: revocation)
@@ -98,14 +98,14 @@ extension InMemoryStore: NotificationInbox {
                 switch result.outcome {
                 case .done(let outcome):
                     if tables.inbox[jti]?.processed == nil {
-                        tables.inbox[jti]?.processed = (now, outcome.name)
+                        tables.inbox[jti]?.processed = (now, outcome.kind)
                         tables.inbox[jti]?.entry.sealedEvent = nil
                     }
                 case .retry(let next, _):
                     tables.inbox[jti]?.nextAttemptAt = next
                     tables.inbox[jti]?.entry.attempts += 1
                 case .failed:
-                    tables.inbox[jti]?.processed = (now, InboxOutcome.Kind.failed.rawValue)
+                    tables.inbox[jti]?.processed = (now, .failed)
                 }
             }
         }

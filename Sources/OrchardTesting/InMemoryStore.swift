@@ -56,7 +56,7 @@ public final class InMemoryStore: Sendable {
         /// Until when its holder owns it.
         public var leaseUntil: Date?
         /// When it was processed, with what outcome.
-        public var processed: (at: Date, outcome: String)?
+        public var processed: (at: Date, outcome: InboxOutcome.Kind)?
 
         /// A row of `entry`, due at `nextAttemptAt`, not held, not processed.
         public init(entry: InboxEntry, nextAttemptAt: Date?) {

@@ -84,7 +84,7 @@ struct LifecycleFixture {
     }
 
     /// The outcome recorded for a notification.
-    func outcome(_ jti: String) -> String? {
+    func outcome(_ jti: String) -> InboxOutcome.Kind? {
         store.snapshot.inbox[jti]?.processed?.outcome
     }
 

@@ -13,7 +13,7 @@ struct NotificationDecisionTests {
         try f.account("ada")
         let jti = try f.notification(.consentRevoked, about: "ada", at: f.clock.now())
         #expect(await f.processNotifications() == 1)
-        #expect(f.outcome(jti) == "processed")
+        #expect(f.outcome(jti) == .processed)
         #expect(f.endReason("ada") == .appleCredentialRevoked)
         #expect(f.store.snapshot.accounts["acct_ada"]?.appleCredential == .revoked)
         #expect(f.webhookTypes == ["account.credential_revoked"])
@@ -26,7 +26,7 @@ struct NotificationDecisionTests {
         try f.account("ada")
         let jti = try f.notification(.consentRevoked, about: "ada", at: f.clock.now())
         await f.processNotifications()
-        #expect(f.outcome(jti) == "processed")
+        #expect(f.outcome(jti) == .processed)
         #expect(f.store.snapshot.accounts.isEmpty)
         #expect(f.endReason("ada") == .accountDeleted)
         #expect(f.store.snapshot.audit.map(\.reason) == ["consent_revoked"])
@@ -45,8 +45,8 @@ struct NotificationDecisionTests {
         let unknown = try f.notification(.accountDelete, about: "nobody", at: f.clock.now())
         let deleted = try f.notification(.accountDelete, about: "ada", at: f.clock.now())
         await f.processNotifications()
-        #expect(f.outcome(unknown) == "unknown_subject")
-        #expect(f.outcome(deleted) == "processed")
+        #expect(f.outcome(unknown) == .unknownSubject)
+        #expect(f.outcome(deleted) == .processed)
         #expect(f.store.snapshot.audit.map(\.reason) == ["apple_account_deleted"])
     }
 
@@ -61,15 +61,15 @@ struct NotificationDecisionTests {
         let beforeAccount = try f.notification(.consentRevoked, about: "ada", at: created.addingTimeInterval(-61))
         let beforeGrant = try f.notification(.consentRevoked, about: "ada", at: created.addingTimeInterval(600 - 61))
         await f.processNotifications()
-        #expect(f.outcome(beforeAccount) == "predates_account")
-        #expect(f.outcome(beforeGrant) == "predates_grant")
+        #expect(f.outcome(beforeAccount) == .predatesAccount)
+        #expect(f.outcome(beforeGrant) == .predatesGrant)
         #expect(f.endReason("ada") == nil)
         #expect(f.store.snapshot.accounts["acct_ada"]?.appleCredential == .valid)
         #expect(f.webhookTypes.isEmpty)
         // Within the leeway of the latest grant, the event is acted on.
         let onTime = try f.notification(.consentRevoked, about: "ada", at: created.addingTimeInterval(600 - 59))
         await f.processNotifications()
-        #expect(f.outcome(onTime) == "processed")
+        #expect(f.outcome(onTime) == .processed)
         #expect(f.endReason("ada") != nil)
     }
 

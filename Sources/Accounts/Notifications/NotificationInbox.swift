@@ -31,6 +31,8 @@ public struct InboxOutcome: Sendable, Equatable {
         case noEvent = "no_event"
         /// Given up after its retries.
         case failed
+        /// Its account was deleted before it was acted on: its sealed event went with the account's data.
+        case accountDeleted = "account_deleted"
     }
 
     /// What became of it.

@@ -163,11 +163,11 @@ public struct ReceivedNotification: Sendable, Equatable {
     /// The contract's outcome for an inbox row's stored outcome (`nil`: not processed yet).
     public static func outcome(stored: String?, processed: Bool) -> Outcome {
         guard processed, let stored else { return .pending }
-        switch stored {
-        case "unknown_subject": return .unknownSubject
-        case "predates_grant", "predates_account": return .predatesGrant
-        case "failed": return .failed
-        default: return .processed
+        switch InboxOutcome.Kind(rawValue: stored) {
+        case .unknownSubject: return .unknownSubject
+        case .predatesGrant, .predatesAccount: return .predatesGrant
+        case .failed: return .failed
+        case .processed, .unknownType, .noEvent, .accountDeleted, nil: return .processed
         }
     }
 }

@@ -1,4 +1,4 @@
-import Accounts
+public import Accounts
 public import SQLKit
 
 /// A transaction in which sessions may end or an account's shown fields may change: only ``SessionKeeper`` makes one,
@@ -19,28 +19,28 @@ public struct SessionChange: Sendable {
     /// Ends every live session of ``target`` (its sessions, or its accounts' sessions) with `reason`; returns the public
     /// ids of the sessions it ended.
     @discardableResult
-    public func endSessions(reason: String, at milliseconds: Int64) async throws -> [String] {
+    public func endSessions(reason: SessionEndReason, at milliseconds: Int64) async throws -> [String] {
         try await endSessions(matching: nil, reason: reason, at: milliseconds)
     }
 
     /// Ends every session of ``target`` that is live at `milliseconds` (not ended, not expired), with `reason`; returns
     /// the public ids of the sessions it ended.
     @discardableResult
-    public func endLiveSessions(reason: String, at milliseconds: Int64) async throws -> [String] {
+    public func endLiveSessions(reason: SessionEndReason, at milliseconds: Int64) async throws -> [String] {
         try await endSessions(matching: nil, reason: reason, at: milliseconds, liveOnly: true)
     }
 
     /// Ends the live sessions among `tokenHashes` that ``target`` covers, with `reason`; returns the public ids of the
     /// sessions it ended.
     @discardableResult
-    public func endSessions(tokenHashes: [String], reason: String, at milliseconds: Int64) async throws -> [String] {
+    public func endSessions(tokenHashes: [String], reason: SessionEndReason, at milliseconds: Int64) async throws -> [String] {
         guard !tokenHashes.isEmpty else { return [] }
         return try await endSessions(matching: tokenHashes, reason: reason, at: milliseconds)
     }
 
     private func endSessions(
         matching tokenHashes: [String]?,
-        reason: String,
+        reason: SessionEndReason,
         at milliseconds: Int64,
         liveOnly: Bool = false
     ) async throws -> [String] {
@@ -53,7 +53,7 @@ public struct SessionChange: Sendable {
         let live: SQLQueryString = liveOnly ? " AND expires_at > \(bind: milliseconds)" : ""
         return try await db.raw(
             """
-            UPDATE sessions SET ended_at = \(bind: milliseconds), end_reason = \(bind: reason)
+            UPDATE sessions SET ended_at = \(bind: milliseconds), end_reason = \(bind: reason.rawValue)
             WHERE \(within)\(among)\(live) AND ended_at IS NULL
             RETURNING id
             """

@@ -44,7 +44,7 @@ extension SQLAccountStore: AccountChangeStore {
                     WHERE account_id = \(bind: change.accountID)
                     """
                 ).run()
-                try await sessions.endSessions(reason: SessionEndReason.accountDeleted.rawValue, at: at)
+                try await sessions.endSessions(reason: .accountDeleted, at: at)
                 // A device label is the user's: gone from every session of the account, ended earlier or now.
                 try await db.raw(
                     """
@@ -65,7 +65,7 @@ extension SQLAccountStore: AccountChangeStore {
                 // Events still waiting for this subject hold its sealed data: drop it, keep the record against duplicates.
                 try await db.raw(
                     """
-                    UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = 'account_deleted',
+                    UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: InboxOutcome.Kind.accountDeleted.rawValue),
                         account_id = \(bind: change.accountID), next_attempt_at = NULL, lease_until = NULL
                     WHERE subject_digest = \(bind: audit.subjectDigest) AND processed_at IS NULL
                     """
@@ -102,7 +102,7 @@ extension SQLAccountStore: AccountChangeStore {
                     """
                 ).all()
                 guard !updated.isEmpty else { return try await Self.whyUnchanged(change.accountID, on: db) }
-                try await sessions.endSessions(reason: SessionEndReason.appleCredentialRevoked.rawValue, at: at)
+                try await sessions.endSessions(reason: .appleCredentialRevoked, at: at)
             }
             for delivery in change.webhooks {
                 try await Self.insertWebhook(delivery, on: db)
@@ -144,7 +144,7 @@ extension SQLAccountStore: AccountChangeStore {
             let marked = Set(
                 try await db.raw(
                     """
-                    UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = 'processed',
+                    UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: InboxOutcome.Kind.processed.rawValue),
                         account_id = \(Self.accountIDs(rows.map { ($0.jti, $0.accountID) })), next_attempt_at = NULL, lease_until = NULL
                     WHERE jti IN (\(binds: rows.map(\.jti))) AND processed_at IS NULL
                     RETURNING jti
@@ -176,13 +176,13 @@ extension SQLAccountStore: AccountChangeStore {
                     try await db.raw("SELECT id FROM accounts WHERE id IN (\(binds: unchanged.map(\.accountID)))").all()
                         .map { try $0.string("id") }
                 )
-                for (outcome, group) in [
-                    ("predates_grant", unchanged.filter { existing.contains($0.accountID) }),
-                    ("unknown_subject", unchanged.filter { !existing.contains($0.accountID) }),
+                for (outcome, group): (InboxOutcome.Kind, _) in [
+                    (.predatesGrant, unchanged.filter { existing.contains($0.accountID) }),
+                    (.unknownSubject, unchanged.filter { !existing.contains($0.accountID) }),
                 ]
                 where !group.isEmpty {
                     try await db.raw(
-                        "UPDATE notification_inbox SET outcome = \(bind: outcome) WHERE jti IN (\(binds: group.map(\.jti)))"
+                        "UPDATE notification_inbox SET outcome = \(bind: outcome.rawValue) WHERE jti IN (\(binds: group.map(\.jti)))"
                     ).run()
                 }
             }

@@ -153,7 +153,7 @@ extension SQLAccountStore: OperatorDeskStore {
                 SUM(CASE WHEN received_at >= \(bind: day) THEN 1 ELSE 0 END) AS day_count,
                 SUM(CASE WHEN received_at >= \(bind: week) THEN 1 ELSE 0 END) AS week_count,
                 SUM(CASE WHEN received_at >= \(bind: week) THEN duplicates ELSE 0 END) AS week_duplicates,
-                SUM(CASE WHEN received_at >= \(bind: week) AND outcome = 'unknown_subject' THEN 1 ELSE 0 END) AS week_unknown
+                SUM(CASE WHEN received_at >= \(bind: week) AND outcome = \(bind: InboxOutcome.Kind.unknownSubject.rawValue) THEN 1 ELSE 0 END) AS week_unknown
             FROM notification_inbox WHERE client_id IS NOT NULL GROUP BY client_id
             """
         )

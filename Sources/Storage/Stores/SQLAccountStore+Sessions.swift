@@ -57,8 +57,8 @@ extension SQLAccountStore {
         return try await keeper.ending(target) { change in
             let ended =
                 keepingTokenHash == nil
-                ? try await change.endLiveSessions(reason: reason.rawValue, at: at.milliseconds)
-                : try await change.endSessions(tokenHashes: others, reason: reason.rawValue, at: at.milliseconds)
+                ? try await change.endLiveSessions(reason: reason, at: at.milliseconds)
+                : try await change.endSessions(tokenHashes: others, reason: reason, at: at.milliseconds)
             try await Self.insertSignOuts(sessionIDs: ended, cause: cause, at: at, on: change.db)
             return ended.count
         }

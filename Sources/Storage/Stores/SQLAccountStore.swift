@@ -208,7 +208,7 @@ public struct SQLAccountStore: AccountStore {
     /// Ends a live session.
     public func endSession(tokenHash: String, reason: SessionEndReason, cause: SignOutCause, at: Date) async throws -> Bool {
         try await keeper.ending(.sessions([tokenHash])) { change in
-            let ended = try await change.endSessions(reason: reason.rawValue, at: at.milliseconds)
+            let ended = try await change.endSessions(reason: reason, at: at.milliseconds)
             try await Self.insertSignOuts(sessionIDs: ended, cause: cause, at: at, on: change.db)
             return !ended.isEmpty
         }
