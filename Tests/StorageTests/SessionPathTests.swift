@@ -10,7 +10,7 @@ struct SessionPathTests {
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources")
 
-    @Test("no source file but Storage/Sessions/SessionChange.swift sets a session's ended_at")
+    @Test("no source file but Storage/Sessions/SessionChange.swift sets a session's ended_at or deletes sessions by name")
     func endedAtOnlyInSessionChange() throws {
         var offenders: [String] = []
         let files = FileManager.default.enumerator(at: Self.sources, includingPropertiesForKeys: nil)
@@ -20,7 +20,8 @@ struct SessionPathTests {
             scanned += 1
             let text = try String(contentsOf: url, encoding: .utf8)
             let setsEndedAt = text.range(of: #"UPDATE\s+sessions\s+SET[^"]*ended_at\s*="#, options: .regularExpression) != nil
-            if setsEndedAt, !url.path.hasSuffix("Storage/Sessions/SessionChange.swift") { offenders.append(url.path) }
+            let deletesSessions = text.range(of: #"DELETE\s+FROM\s+sessions\b"#, options: [.regularExpression, .caseInsensitive]) != nil
+            if setsEndedAt || deletesSessions, !url.path.hasSuffix("Storage/Sessions/SessionChange.swift") { offenders.append(url.path) }
         }
         #expect(scanned > 100, "the scan found the sources")
         #expect(offenders.isEmpty, "sessions ended outside SessionChange: \(offenders)")
