@@ -237,4 +237,20 @@ struct SessionMemoryTests {
         #expect(memory.sweep() == 1)
         #expect(memory.count == 0)
     }
+
+    @Test("the sweep's service waits on the memory's clock: it sweeps once that clock passes an entry lifetime, not before")
+    func sweepService() async throws {
+        let clock = ManualMonotonicClock()
+        let memory = SessionMemory(clock: clock, timings: .singleProcess, needsNoLease: true)
+        memory.remember("old", Self.live("old"), readAt: memory.epoch)
+        let sweeping = Task { try await MemorySweep(memory: memory).run() }
+        #expect(await eventually(timeout: 10) { clock.sleeping == 1 }, "the sweep waits on the injected clock")
+        clock.advance(by: .seconds(59))
+        #expect(await eventually(timeout: 10) { clock.sleeping == 1 })
+        #expect(memory.count == 1, "nothing is swept before the lifetime has passed on the memory's clock")
+        clock.advance(by: .seconds(1))
+        #expect(await eventually(timeout: 10) { memory.count == 0 }, "swept once the lifetime passed")
+        sweeping.cancel()
+        try await sweeping.value
+    }
 }

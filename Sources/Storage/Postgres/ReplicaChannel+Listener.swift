@@ -57,7 +57,7 @@ extension ReplicaChannel {
                         """
                     )
                     // Tried again after a reconnection, a while from now.
-                    try await clock.sleep(for: .seconds(60))
+                    try await clock.sleep(for: timings.deafRetry)
                     throw StoreError.unavailable("the session listener hears nothing")
                 }
                 state.withLock { state in

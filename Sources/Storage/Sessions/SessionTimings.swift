@@ -24,6 +24,9 @@ public struct SessionTimings: Sendable {
     public var selfTest: Duration = .seconds(2)
     /// How long the listener waits before it connects again after a failure.
     public var reconnectDelay: Duration = .milliseconds(500)
+    /// How long a listener that does not hear its own `NOTIFY` (a transaction-pooling proxy in the way) waits before it
+    /// connects and tries again; checks are answered from the database meanwhile.
+    public var deafRetry: Duration = .seconds(60)
     /// How long a change that ends sessions may take as a whole (three rounds of announcement and commit, and room):
     /// past it, it is cancelled and fails as unavailable, so that its request is answered however a connection hangs.
     public var changeLimit: Duration = .seconds(15)
