@@ -8,10 +8,10 @@ import Testing
 extension SQLAccountStoreTests {
     @Test(
         "a validation whose holder died is claimed again when its lease ends, ahead of accounts that fell due after it",
-        arguments: Self.backends
+        arguments: StoreUnderTest.all
     )
-    func validationLeaseKeepsItsPlace(_ backend: TestDatabase.Backend) async throws {
-        try await withStore(backend) { store, _ in
+    func validationLeaseKeepsItsPlace(_ kind: StoreUnderTest) async throws {
+        try await kind.with { store in
             let now = Date(timeIntervalSince1970: 1_790_000_000)
             func signIn(_ id: String, due: TimeInterval) async throws {
                 var record = AccountRecord.fixture(id: id, subjectHash: "s_\(id)", at: now)
