@@ -57,12 +57,12 @@ struct NotificationBackpressureTests {
             let payload = try h.emulator.signNotification(type: "email-disabled", sub: user.sub, clientID: OrchardHarness.clientID)
             #expect(try await h.postNotification(payload).status == 200)
             let other = try h.emulator.signNotification(type: "email-enabled", sub: user.sub, clientID: OrchardHarness.clientID)
-            let sent = ContinuousClock.now
             let response = try await h.postNotification(String(other.dropLast(4)) + "AAAA")
-            // A verified one would be held up to the 300 s hold; "at once" is far below it, even on a busy machine.
-            #expect(ContinuousClock.now - sent < .seconds(5), "the forged notification waited")
             #expect(response.status == 400)
             #expect(response.code == "notification_invalid")
+            // A verified one would be held (up to the 300 s hold): the held gauge shows it, as in holdIsBounded. Judged
+            // by that state, not by the client's clock, which a server in the test process can answer seconds late.
+            #expect(!h.gaugeValues("orchard_notifications_held").contains { $0 > 0 }, "the forged notification was held")
         }
     }
 }
