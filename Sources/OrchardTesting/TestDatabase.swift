@@ -48,16 +48,23 @@ public final class TestDatabase: Sendable {
     }
 
     /// A PostgreSQL client whose pool runs until the returned task is cancelled: what tests use where `serve` would run
-    /// the pool's service in its service group.
+    /// the pool's service in its service group. Returns once the task has entered the pool's run loop, so that the
+    /// caller's first query does not find the pool not yet running (PostgresNIO warns of each such lease).
     public static func runningPostgres(
         url: String,
         poolSize: Int = 10,
         operationDeadline: Duration = .seconds(10),
         logger: Logger
-    ) throws -> (PostgresDatabaseClient, Task<Void, any Error>) {
+    ) async throws -> (PostgresDatabaseClient, Task<Void, any Error>) {
         let client = try PostgresDatabaseClient.open(url: url, poolSize: poolSize, caFile: nil, operationDeadline: operationDeadline, logger: logger)
         let service = client.service
-        return (client, Task { try await service.run() })
+        let (entering, entered) = AsyncStream.makeStream(of: Never.self)
+        let pool = Task {
+            entered.finish()
+            try await service.run()
+        }
+        for await _ in entering {}
+        return (client, pool)
     }
 
     /// A store over `client` (Orchard's own SQLite or PostgreSQL client, or a test's wrapper of one), answering checks
@@ -111,13 +118,13 @@ public final class TestDatabase: Sendable {
                 throw HarnessError("ORCHARD_TEST_DATABASE=postgres needs ORCHARD_TEST_POSTGRES_URL (scripts/start-test-postgres)")
             }
             let name = "orchard_test_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-            let (adminClient, adminPool) = try runningPostgres(url: admin, poolSize: 1, logger: logger)
+            let (adminClient, adminPool) = try await runningPostgres(url: admin, poolSize: 1, logger: logger)
             defer { adminPool.cancel() }
             try await adminClient.withDatabase { db in try await db.raw("CREATE DATABASE \(unsafeRaw: name)").run() }
             let url = Self.replacingDatabase(in: admin, with: name)
             // Tests are not about PostgreSQL's deadline (DatabaseOutageTests stops a cluster for that): on a loaded
             // machine (8 tests at once beside a release build) a query can wait past the 5 s default and fail a sign-in.
-            let (client, pool) = try runningPostgres(url: url, poolSize: 10, operationDeadline: .seconds(60), logger: logger)
+            let (client, pool) = try await runningPostgres(url: url, poolSize: 10, operationDeadline: .seconds(60), logger: logger)
             return TestDatabase(
                 backend: .postgres,
                 client: client,
@@ -162,7 +169,7 @@ public final class TestDatabase: Sendable {
             _ = await pool.result
         }
         if let postgresName, let admin = Self.postgresAdminURL,
-            let (adminClient, adminPool) = try? Self.runningPostgres(url: admin, poolSize: 1, logger: Logger(label: "test.database"))
+            let (adminClient, adminPool) = try? await Self.runningPostgres(url: admin, poolSize: 1, logger: Logger(label: "test.database"))
         {
             try? await adminClient.withDatabase { db in
                 try await db.raw("DROP DATABASE IF EXISTS \(unsafeRaw: postgresName) WITH (FORCE)").run()

@@ -24,7 +24,12 @@ struct PostgresDeadlineTests {
                 try await db.raw("ALTER DATABASE \(ident: name) SET statement_timeout = \(unsafeRaw: "'" + statementTimeout + "'")").run()
             }
         }
-        let (client, pool) = try TestDatabase.runningPostgres(url: url, poolSize: 3, operationDeadline: .seconds(1), logger: Logger(label: "test"))
+        let (client, pool) = try await TestDatabase.runningPostgres(
+            url: url,
+            poolSize: 3,
+            operationDeadline: .seconds(1),
+            logger: Logger(label: "test")
+        )
         do {
             try await body(client)
         } catch {

@@ -30,7 +30,7 @@ struct SessionCoherenceTests {
         let database = try await TestDatabase.make(.postgres)
         guard case .postgres(let url) = database.url else { throw CancellationError() }
         try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
-        let (secondClient, secondPool) = try TestDatabase.runningPostgres(url: url, poolSize: 4, logger: Logger(label: "test"))
+        let (secondClient, secondPool) = try await TestDatabase.runningPostgres(url: url, poolSize: 4, logger: Logger(label: "test"))
         let pair = Pair(
             database: database,
             first: SessionKeeper(for: database.client, answering: true),

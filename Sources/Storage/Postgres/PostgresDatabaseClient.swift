@@ -237,7 +237,9 @@ private struct PoolService: Service, CustomStringConvertible {
 
     var description: String { "PostgresPool" }
 
+    /// The client's own run loop, which already ends at graceful shutdown; called directly, so that the loop is running
+    /// as soon as this is entered (PostgresNIO warns of a lease taken before).
     func run() async throws {
-        await cancelWhenGracefulShutdown { await client.run() }
+        await client.run()
     }
 }
