@@ -47,12 +47,18 @@ extension ServeProcessTests {
             #expect((changed.json["account"] as? [String: Any])?["email_forwarding"] as? String == "disabled", "check \(check): \(changed.json)")
         }
 
-        // An operator's command is another process: its deletion is refused by the very next check.
+        // Checks at once (serve looks for another process's commits on whichever of its watch's connections is free;
+        // SQLiteChangeWatchTests holds each connection to it).
+        #expect(try await Self.concurrentChecks(client, token: token, count: 16) == Array(repeating: 200, count: 16))
+
+        // An operator's command is another process: its deletion is refused by the very next check, and by every one
+        // of a burst after it, whichever connection each looks on.
         let deleted = try await OrchardProcess.runInBackground(["accounts", "delete", id], environment: setup.environment)
         #expect(deleted.status == 0, "\(deleted.standardError)")
         let afterDeletion = try await client.request(.GET, "/v1/session", bearer: token)
         #expect(afterDeletion.status == 401)
         #expect(afterDeletion["reason"] == "account_deleted")
+        #expect(try await Self.concurrentChecks(client, token: token, count: 16) == Array(repeating: 401, count: 16))
 
         // A sign-out through the server, and one of another device's session: refused at once too.
         let user = setup.emulator.makeUser()
@@ -83,5 +89,13 @@ extension ServeProcessTests {
         #expect(Self.counter(metrics, "orchard_session_cache_hits_total") == 0)
         #expect(metrics.contains("orchard_session_cache_enabled 0"))
         #expect(await serve.terminate() == 0)
+    }
+
+    /// The statuses of `count` checks of `token` sent at once.
+    static func concurrentChecks(_ client: OrchardClient, token: String, count: Int) async throws -> [Int] {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<count { group.addTask { try await client.request(.GET, "/v1/session", bearer: token).status } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
     }
 }

@@ -88,7 +88,8 @@ public final class SQLiteDatabaseClient: DatabaseClient {
             try await pool.writeWithoutTransaction { try $0.execute(sql: "PRAGMA synchronous = FULL") }
             // After the pool: its writer has put the file in WAL mode, which the readers then share.
             let reader = try SQLiteReader(path: path, count: 4, configuration: configuration)
-            let watch = try SQLiteChangeWatch(path: path, configuration: configuration)
+            // A connection per core (at least two), so that the event loops' session checks each look on one of their own.
+            let watch = try SQLiteChangeWatch(path: path, count: max(2, ProcessInfo.processInfo.activeProcessorCount), configuration: configuration)
             let checkpointer = try SQLiteCheckpointer(path: path, configuration: configuration)
             try await pool.writeWithoutTransaction { checkpointer.install(on: $0) }
             return SQLiteDatabaseClient(pool: pool, reader: reader, watch: watch, checkpointer: checkpointer, path: path, logger: logger)

@@ -60,8 +60,6 @@ public final class SessionKeeper: Sendable {
 
     /// What this process knows of SQLite's `session_epoch`.
     private struct Epochs {
-        /// `data_version` when the epoch was last looked at.
-        var verifiedVersion: Int64?
         /// The epoch as last looked at.
         var known: Int64 = 0
         /// Epochs this process's own committed changes set, not yet looked past.
@@ -160,25 +158,29 @@ public final class SessionKeeper: Sendable {
 
     /// On SQLite, before the memory answers: whether another process committed since the last look, and if it moved
     /// `session_epoch` past what this process's own changes account for, the memory forgets everything.
+    ///
+    /// The look itself takes no lock of the keeper's (``SQLiteChangeWatch`` gives each concurrent look a connection of
+    /// its own); only a look that found a commit compares its epoch with the known one, under `epochs`. Looks on two
+    /// connections may come back out of order (the later epoch first): the earlier epoch then differs from the known
+    /// one and makes the memory forget, which is never wrong, and no epoch is passed over without its range being
+    /// checked (the known epoch moves only under the lock, after any forgetting it calls for).
     private func lookPastOtherProcesses(_ memory: SessionMemory) {
         guard let watch else { return }
+        let look: SQLiteChangeWatch.Look
+        do {
+            look = try watch.look()
+        } catch {
+            // The file cannot be read: nothing is known of other processes, so nothing remembered is trusted.
+            memory.forgetAll()
+            return
+        }
+        guard case .committed(let epoch) = look else { return }
         epochs.withLock { epochs in
-            do {
-                let version = try watch.dataVersion()
-                guard version != epochs.verifiedVersion else { return }
-                let epoch = try watch.epoch()
-                if epoch != epochs.known {
-                    let ownOnly = epoch > epochs.known && (epochs.known + 1...epoch).allSatisfy { epochs.own.contains($0) }
-                    if !ownOnly { memory.forgetAll() }
-                    epochs.known = epoch
-                    epochs.own = epochs.own.filter { $0 > epoch }
-                }
-                epochs.verifiedVersion = version
-            } catch {
-                // The file cannot be read: nothing is known of other processes, so nothing remembered is trusted.
-                memory.forgetAll()
-                epochs.verifiedVersion = nil
-            }
+            guard epoch != epochs.known else { return }
+            let ownOnly = epoch > epochs.known && (epochs.known + 1...epoch).allSatisfy { epochs.own.contains($0) }
+            if !ownOnly { memory.forgetAll() }
+            epochs.known = epoch
+            epochs.own = epochs.own.filter { $0 > epoch }
         }
     }
 
