@@ -69,36 +69,40 @@ public func buildApplication(
         onServerRunning: onServerRunning,
         logger: logger
     )
+    let roster = dependencies.roster
+    // The application's group shuts its services down in reverse order (the HTTP server first): the session memory's
+    // own (the writer of last_seen_at, the sweep and, on PostgreSQL, the replicas' listener) come before the job loops,
+    // so that they stop after them, and a job that ends sessions during shutdown still tells the other replicas.
+    application.addServices(store.keeper.services.map { roster.track($0, as: "\(type(of: $0))") })
     let jobs = backgroundJobs(lifecycle: lifecycle, store: store, dependencies: dependencies)
-    if dependencies.jobTick != nil { application.addServices(jobs) }
-    // The session memory's own: the writer of last_seen_at and, on PostgreSQL, the replicas' listener.
-    application.addServices(store.keeper.services)
+    if dependencies.jobTick != nil { application.addServices(roster.track(jobs, as: "JobService")) }
     let sharesMetricsPort = configuration.listener.adminPort.map { $0 != 0 && $0 == configuration.listener.metricsPort } ?? false
     if configuration.listener.adminPort != nil {
-        application.addServices(
-            try operatorApplication(
-                lifecycle: lifecycle,
-                store: store,
-                limiters: limiters,
-                servesMetrics: sharesMetricsPort,
-                dependencies: dependencies,
-                onServerRunning: onAdminServerRunning
-            )
+        let operators = try operatorApplication(
+            lifecycle: lifecycle,
+            store: store,
+            limiters: limiters,
+            servesMetrics: sharesMetricsPort,
+            dependencies: dependencies,
+            onServerRunning: onAdminServerRunning
         )
+        application.addServices(roster.track(operators, as: "OperatorListener"))
     }
     application.addServices(
-        EmailHashBackfillService(backfill: EmailHashBackfill(store: store, vault: TokenVault(keys: configuration.vaultKeys)), logger: logger)
+        roster.track(
+            EmailHashBackfillService(backfill: EmailHashBackfill(store: store, vault: TokenVault(keys: configuration.vaultKeys)), logger: logger),
+            as: "EmailHashBackfill"
+        )
     )
     if let metricsPort = configuration.listener.metricsPort, !sharesMetricsPort {
-        application.addServices(
-            metricsApplication(
-                host: configuration.listener.metricsHost,
-                port: metricsPort,
-                registry: dependencies.registry,
-                onServerRunning: onMetricsServerRunning,
-                logger: logger
-            )
+        let metrics = metricsApplication(
+            host: configuration.listener.metricsHost,
+            port: metricsPort,
+            registry: dependencies.registry,
+            onServerRunning: onMetricsServerRunning,
+            logger: logger
         )
+        application.addServices(roster.track(metrics, as: "MetricsListener"))
     }
     return OrchardApplication(application: application, lifecycle: lifecycle, jobs: jobs)
 }

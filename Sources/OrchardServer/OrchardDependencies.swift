@@ -47,6 +47,9 @@ public struct OrchardDependencies: Sendable {
     /// How many notifications may be stored ahead of processing before the endpoint holds the next one back
     /// (``Lifecycle/inboxRoom``; a test may make it small: it is no setting).
     public var inboxRoom = Lifecycle.inboxRoom
+    /// Where the application's services are entered while they run (`serve` names those still running when its shutdown
+    /// passes its limit).
+    public var roster = ServiceRoster()
 
     /// Creates the dependencies.
     public init(

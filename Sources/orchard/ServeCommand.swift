@@ -63,25 +63,34 @@ struct ServeCommand: AsyncParsableCommand {
             dependencies.answersSessionChecks = configuration.database.sessionCache
             // Shut down in reverse order: the application first (the server stops accepting and lets open requests
             // finish; the job loops stop claiming and let claimed jobs record their outcomes; the session memory's
-            // services stop after them), then the HTTP client those jobs use to reach Apple and the receivers, then the
-            // database's pool, and last the span exporter, which flushes what they traced. Past ORCHARD_SHUTDOWN_GRACE,
-            // what is left is cancelled (and its jobs are taken over when their leases end). The application migrates
-            // the database as it starts, with the pool's service already running.
+            // services stop after them, since buildApplication adds them first), then the HTTP client those jobs use to
+            // reach Apple and the receivers, then the database's pool, and last the span exporter, which flushes what
+            // they traced. Past ORCHARD_SHUTDOWN_GRACE, what is left is cancelled (and its jobs are taken over when
+            // their leases end). The application migrates the database as it starts, with the pool's service already
+            // running.
             // Each service is named here: the group logs the names, and a default description reaches what a service
             // holds (the OTLP exporter's headers may carry a credential).
-            var services: [ServiceGroupConfiguration.ServiceConfiguration] = database.services.map {
-                .init(service: $0, serviceName: "DatabasePool")
+            // Each runs in the roster too, so that a shutdown past its limit names what is still running.
+            let roster = dependencies.roster
+            func named(_ service: any Service, _ name: String) -> ServiceGroupConfiguration.ServiceConfiguration {
+                .init(service: roster.track(service, as: name), serviceName: name)
             }
+            var services = database.services.map { named($0, "DatabasePool") }
             services += [
-                .init(service: HTTPClientService(client: httpClient), serviceName: "HTTPClientService"),
-                .init(service: OrchardService(dependencies: dependencies), serviceName: "OrchardService"),
+                named(HTTPClientService(client: httpClient), "HTTPClientService"),
+                named(OrchardService(dependencies: dependencies), "OrchardService"),
             ]
-            if let tracing { services.insert(.init(service: tracing, serviceName: "OTelTracing"), at: 0) }
+            if let tracing { services.insert(named(tracing, "OTelTracing"), at: 0) }
             // Last, so that a signal reaches it first (the group shuts its services down in reverse order).
             let signal = ShutdownSignal()
             services.append(
                 .init(
-                    service: ShutdownDeadline(grace: configuration.listener.shutdownGrace, logger: logger, signal: signal),
+                    service: ShutdownDeadline(
+                        grace: configuration.listener.shutdownGrace,
+                        logger: logger,
+                        signal: signal,
+                        roster: roster
+                    ),
                     successTerminationBehavior: .ignore,
                     serviceName: "ShutdownDeadline"
                 )

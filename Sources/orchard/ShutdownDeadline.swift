@@ -2,6 +2,7 @@ import AppleID
 import Dispatch
 import Foundation
 import Logging
+import OrchardServer
 import ServiceLifecycle
 import Synchronization
 
@@ -18,6 +19,8 @@ struct ShutdownDeadline: Service, CustomStringConvertible {
     let logger: Logger
     /// Set once a SIGTERM or SIGINT has come.
     let signal: ShutdownSignal
+    /// The services still running when the limit passes are named in the error.
+    let roster: ServiceRoster
 
     /// Its grace (a service group logs each service's description).
     var description: String { "ShutdownDeadline(grace: \(grace))" }
@@ -30,12 +33,16 @@ struct ShutdownDeadline: Service, CustomStringConvertible {
         }
         signal.received()
         let logger = self.logger
+        let roster = self.roster
         let limit = grace + Self.cancellation
         // A dispatch timer, not a task: it must fire even when the tasks that hold serve up hold its executors too.
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(limit.nanoseconds))) {
             logger.error(
                 "shutdown did not finish in time: exiting with work left (a database that stopped answering?)",
-                metadata: ["shutdown.limit_seconds": "\(limit.components.seconds)"]
+                metadata: [
+                    "shutdown.limit_seconds": "\(limit.components.seconds)",
+                    "shutdown.still_running": "\(roster.stillRunning.joined(separator: ","))",
+                ]
             )
             fflush(nil)
             _exit(0)
