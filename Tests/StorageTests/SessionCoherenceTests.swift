@@ -18,6 +18,8 @@ import Testing
 struct SessionCoherenceTests {
     struct Pair {
         let database: TestDatabase
+        /// What the first replica sends its database (its keeper and stores go through it).
+        let firstStatements: CountingDatabaseClient
         let first: SessionKeeper
         let second: SessionKeeper
 
@@ -31,9 +33,12 @@ struct SessionCoherenceTests {
         guard case .postgres(let url) = database.url else { throw CancellationError() }
         try await Migrator(database: database.client, logger: Logger(label: "test")).migrate()
         let (secondClient, secondPool) = try await TestDatabase.runningPostgres(url: url, poolSize: 4, logger: Logger(label: "test"))
+        let firstStatements = CountingDatabaseClient(database.client)
+        let backend = try #require(SessionBackend.of(database.client))
         let pair = Pair(
             database: database,
-            first: SessionKeeper(for: database.client, answering: true),
+            firstStatements: firstStatements,
+            first: SessionKeeper(database: firstStatements, backend: backend, answering: true, logger: Logger(label: "test")),
             second: SessionKeeper(for: secondClient, answering: true)
         )
         let services = Task {
@@ -122,31 +127,42 @@ struct SessionCoherenceTests {
         }
     }
 
-    @Test("a registered replica that never acknowledges holds a sign-out up until its lease passes, and no longer")
+    @Test("a registered replica that never acknowledges holds a sign-out up while its lease is current, and no longer")
     func silentReplica() async throws {
         try await Self.withPair { pair in
             let (first, second) = pair.stores
             try await Self.signIn(first, account: "acct_1", tokens: ["t1"])
             #expect(await Self.warm(second, pair.second, "t1"))
-            // A replica that registered and then stopped: its lease runs 1.5 s more, counted from the INSERT, which
-            // begins after `leaseBegan` (so a correct wait is never shorter than 1.5 s from there, however late this
-            // task is resumed).
-            let leaseBegan = ContinuousClock.now
+            // A replica that registered and then stopped renewing: its lease stays current until the test moves it
+            // (leases are PostgreSQL's clock, which no test clock drives).
             try await pair.database.client.withDatabase { db in
                 try await db.raw(
                     """
                     INSERT INTO session_cache_replicas (id, lease_until)
-                    VALUES ('r-silent', (extract(epoch from clock_timestamp()) * 1000)::bigint + 1500)
+                    VALUES ('r-silent', \(unsafeRaw: ReplicaChannel.databaseNow) + 600000)
                     """
                 ).run()
             }
-            let started = ContinuousClock.now
-            #expect(try await first.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: Date()))
-            let ended = ContinuousClock.now
-            let took = ended - started
-            // 10 ms for PostgreSQL's millisecond rounding of the lease.
-            #expect(ended - leaseBegan >= .milliseconds(1_490), "the change did not wait for the silent replica's lease: \(ended - leaseBegan)")
-            #expect(took < .seconds(4), "the change waited past the lease: \(took)")
+            pair.firstStatements.reset()
+            let signOut = Task { try await first.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: Date()) }
+            // The other replica hears the change and forgets the session; the change then looks again, twice, at which
+            // of the replicas it waits on still hold a current lease (every recheck of the wait), and the silent one does.
+            #expect(await eventually { pair.second.memory?.lookup("t1") == nil }, "the other replica never heard the change")
+            let rechecks = { pair.firstStatements.sent.filter { $0.contains("session_cache_replicas") && $0.contains("id IN (") }.count }
+            #expect(await eventually { rechecks() >= 2 }, "the change never looked at the leases again: \(pair.firstStatements.sent)")
+            let ended = try await pair.database.client.read("SELECT ended_at FROM sessions WHERE token_hash = 't1'")
+            #expect(try ended.first?.decodeNil(column: "ended_at") == true, "the session ended before the silent replica's lease passed")
+
+            // Its lease passes: the change goes on at its next recheck, without another replica's word.
+            try await pair.database.client.withDatabase { db in
+                try await db.raw(
+                    """
+                    UPDATE session_cache_replicas SET lease_until = \(unsafeRaw: ReplicaChannel.databaseNow) - 1
+                    WHERE id = 'r-silent'
+                    """
+                ).run()
+            }
+            #expect(try await signOut.value)
             #expect(try await second.checkSession(tokenHash: "t1")?.session.endReason == .signedOut)
         }
     }
