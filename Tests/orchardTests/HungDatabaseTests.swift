@@ -90,12 +90,9 @@ struct HungDatabaseTests {
             stage.serve.logText.contains("shutdown did not finish in time") || took < .seconds(6),
             "shutdown took \(took) without saying why: \(stage.serve.logText)"
         )
-        // When it says so, it names what was still running, and never the session listener: cancelled, it closes its
-        // connection. (Before, its UNLISTEN on the stalled connection held serve to the limit in every run, and the line
-        // said `shutdown.still_running=OrchardService,ReplicaListener`; now serve ends within about the grace.)
+        // When it says so, it names what was still running (the application or the pool, which hold the hung work).
         if let line = stage.serve.logText.split(separator: "\n").first(where: { $0.contains("shutdown did not finish in time") }) {
             #expect(line.contains(/shutdown\.still_running=[A-Z]/), "\(line)")
-            #expect(!line.contains("ReplicaListener"), "\(line)")
         }
         // The grace (1 s) and the 5 s given to cancelled work, with a wide margin for a loaded machine.
         #expect(took < .seconds(20), "shutdown took \(took)")

@@ -18,14 +18,7 @@ extension ReplicaChannel {
             do {
                 let connection = try await connect()
                 do {
-                    try await withTaskCancellationHandler {
-                        try await session(on: connection, selfTestOver: database)
-                    } onCancel: {
-                        // Cancelled (serve's shutdown): a database that stopped answering would hold the UNLISTEN that
-                        // ends the listening, and any renewal, for good; closing the connection fails them.
-                        let closing: EventLoopFuture<Void> = connection.close()
-                        _ = closing
-                    }
+                    try await session(on: connection, selfTestOver: database)
                 } catch {
                     if !Task.isCancelled { logger.warning("the session listener lost its connection", metadata: ["error": "\(error)"]) }
                 }
