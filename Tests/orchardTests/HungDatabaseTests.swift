@@ -90,7 +90,8 @@ struct HungDatabaseTests {
             stage.serve.logText.contains("shutdown did not finish in time") || took < .seconds(6),
             "shutdown took \(took) without saying why: \(stage.serve.logText)"
         )
-        // When it says so, it names what was still running (the application or the pool, which hold the hung work).
+        // When it says so, it names what was still running (here the application and, inside it, the session listener,
+        // whose UNLISTEN waits on the stalled connection: `shutdown.still_running=OrchardService,ReplicaListener`).
         if let line = stage.serve.logText.split(separator: "\n").first(where: { $0.contains("shutdown did not finish in time") }) {
             #expect(line.contains(/shutdown\.still_running=[A-Z]/), "\(line)")
         }
