@@ -2,8 +2,9 @@ public import ServiceLifecycle
 import Synchronization
 
 /// Which of `serve`'s services are still running, by name, so that a shutdown past its limit can say which held it up
-/// (`shutdown did not finish in time`, with `shutdown.still_running`, the names joined by commas). Each service is entered as it starts and left as
-/// it ends, however it ends; the names are Orchard's own, never a service's description (which may reach what it holds).
+/// (`shutdown did not finish in time`, with `shutdown.still_running`, the names joined by commas). Each service is
+/// entered as it starts and left as it ends, however it ends; the names are Orchard's own, never a service's
+/// description (which may reach what it holds).
 public final class ServiceRoster: Sendable {
     private let running = Mutex<[String: Int]>([:])
 

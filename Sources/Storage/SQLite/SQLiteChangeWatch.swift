@@ -8,8 +8,8 @@ import Synchronization
 /// Each look runs on the calling thread, on whichever of its connections is free: `data_version` alone answers while
 /// nothing was committed since that connection's last look, which is the session check's common case
 /// (`Benchmarks/run`'s SQLite session check). Two event loops checking sessions at once each take a connection of
-/// their own: with one connection behind one lock (as before) they queued for it, and the lock's contended path cost
-/// more than the statement.
+/// their own: with one connection behind one lock (as before) they queued for it, and the lock's contended path (its
+/// spinning and futex calls) showed in serve's profile (Benchmarks/README, A17).
 public final class SQLiteChangeWatch: Sendable {
     /// What one look found.
     enum Look: Equatable {
