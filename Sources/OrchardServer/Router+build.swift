@@ -71,7 +71,7 @@ func publicRouter(
     router.middlewares.add(RequestMetricsMiddleware(factory: parts.metrics))
     router.middlewares.add(ProblemMiddleware(routes: table, log: ProblemLog(clock: parts.clock)))
     let routes = OrchardRoutes(router: router, table: table) { policy in
-        routeMiddlewares(policy, configuration: configuration, metrics: parts.metrics, limiters: limiters)
+        routeRules(policy, configuration: configuration, metrics: parts.metrics, limiters: limiters)
     }
     AuthController(accounts: accounts).addRoutes(to: routes)
     WebFlowController(
@@ -124,15 +124,15 @@ struct RouteLimiters: Sendable {
     }
 }
 
-/// The middlewares that enforce `policy` on the routes registered with it: the rate limits (one ``RateLimiter`` per kind
-/// of key, so one budget per client, or per session, across every route limited by it) and the cookie rules.
-func routeMiddlewares(
+/// The rules that enforce `policy` on the routes registered with it: the rate limits (one ``RateLimiter`` per kind of
+/// key, so one budget per client, or per session, across every route limited by it) and the cookie rules.
+func routeRules(
     _ policy: RoutePolicy,
     configuration: OrchardConfiguration,
     metrics: any MetricsFactory,
     limiters: RouteLimiters?
-) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
-    func rateLimit(clearsWebState: Bool) -> [any MiddlewareProtocol<Request, Response, OrchardRequestContext>] {
+) -> [any RouteRule<OrchardRequestContext>] {
+    func rateLimit(clearsWebState: Bool) -> [any RouteRule<OrchardRequestContext>] {
         guard let limiters else { return [] }
         let resolver = ClientAddressResolver(trustedProxies: configuration.listener.trustedProxies)
         return [RateLimitMiddleware(limiter: limiters.clients, resolver: resolver, metrics: metrics, clearsWebState: clearsWebState)]

@@ -17,7 +17,7 @@ import Logging
 ///
 /// Bearer-authenticated requests pass untouched: clearing site data for them would sign the user out of sibling sites.
 /// The session logic itself stays in ``Accounts/AccountDesk``.
-public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware {
+public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware, RouteRule {
     let endsSession: Bool
     let siteOrigin: String?
 
@@ -32,7 +32,7 @@ public struct CookieSessionMiddleware<Context: RequestContext>: RouterMiddleware
     }
 
     /// Handles one request.
-    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
+    public func apply(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let credential = request.sessionToken, credential.viaCookie else {
             return try await next(request, context)
         }

@@ -8,7 +8,7 @@ import NIOCore
 /// runs, so that a refused request stores nothing. It wraps the ``RoutePolicy/anonymous`` and
 /// ``RoutePolicy/webFlowCallback`` routes (the four that issue nonces and states or sign in), which share one
 /// ``RateLimiter`` and so one budget per client; the notification endpoint is not limited.
-public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware {
+public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterMiddleware, RouteRule {
     let limiter: RateLimiter<IPAddress>
     let resolver: ClientAddressResolver
     let refused: Counter
@@ -30,7 +30,7 @@ public struct RateLimitMiddleware<Context: RemoteAddressRequestContext>: RouterM
     }
 
     /// Handles one request.
-    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
+    public func apply(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let client = resolver.client(of: request, context: context), let retryAfter = limiter.acquire(client.budgetKey) else {
             return try await next(request, context)
         }

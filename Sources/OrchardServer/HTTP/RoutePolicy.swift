@@ -1,7 +1,8 @@
-/// What a route asks of the middlewares, declared once where the route is registered (``OrchardRoutes/add(_:_:_:use:)``).
+/// What a route asks of the rules around it (``RouteRule``), declared once where the route is registered
+/// (``OrchardRoutes/add(_:_:_:use:)``).
 ///
-/// Each policy is a router group with its own middlewares, so a rule follows the matched route, however the request
-/// spells its path (`//v1/auth/apple/nonce` reaches the nonce route and its rate limit alike).
+/// A route's handler runs inside its policy's rules, so a rule follows the matched route, however the request spells
+/// its path (`//v1/auth/apple/nonce` reaches the nonce route and its rate limit alike).
 public enum RoutePolicy: Sendable, Hashable, CaseIterable {
     /// No rule beyond the problem answers: health, metrics, the OpenAPI document, Apple's notifications, the page.
     case open

@@ -10,7 +10,7 @@ public import Metrics
 /// signed-in client cannot make Orchard do more work (a commit announced to every replica, a signature) than its own
 /// sessions justify. The budget is the presented token's, kept by its SHA-256 (the token itself is never held), so a
 /// request with no token passes on to be refused as `session_invalid`.
-public struct SessionBudgetMiddleware<Context: RequestContext>: RouterMiddleware {
+public struct SessionBudgetMiddleware<Context: RequestContext>: RouterMiddleware, RouteRule {
     let limiter: RateLimiter<String>
     let refused: Counter
 
@@ -21,7 +21,7 @@ public struct SessionBudgetMiddleware<Context: RequestContext>: RouterMiddleware
     }
 
     /// Handles one request.
-    public func handle(_ request: Request, context: Context, next: @concurrent (Request, Context) async throws -> Response) async throws -> Response {
+    public func apply(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let (token, _) = request.sessionToken, let retryAfter = limiter.acquire(SHA256.hash(utf8: token).hexString) else {
             return try await next(request, context)
         }
