@@ -31,9 +31,9 @@ public final class SQLiteChangeWatch: Sendable {
         func look(_ seen: inout Int64?) throws -> Look {
             do {
                 return try connection.inDatabase { db in
-                    let version = try Int64.fetchOne(db.cachedStatement(sql: "PRAGMA data_version")) ?? 0
+                    let version = try SQLiteStatement.integer("PRAGMA data_version", on: db) ?? 0
                     guard version != seen else { return .unchanged }
-                    let epoch = try Int64.fetchOne(db.cachedStatement(sql: "SELECT value FROM session_epoch WHERE id = 1")) ?? 0
+                    let epoch = try SQLiteStatement.integer("SELECT value FROM session_epoch WHERE id = 1", on: db) ?? 0
                     seen = version
                     return .committed(epoch: epoch)
                 }
