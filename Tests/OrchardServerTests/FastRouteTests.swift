@@ -135,6 +135,9 @@ struct FastRouteTests {
             for field in ["Basic \(token)", "Bearer\(token)", "Bearer "] {
                 #expect(try await o.request(.GET, "/v1/session", headers: [("Authorization", field)]).code == "session_invalid", "\(field)")
             }
+            // Two Authorization fields are one value, joined with ", " (never the first alone), and no token.
+            let twice = [("Authorization", "Bearer \(token)"), ("Authorization", "Bearer \(token)")]
+            #expect(try await o.request(.GET, "/v1/session", headers: twice).code == "session_invalid")
             let later = try await o.signUp("001.fast.4")
             #expect(try await o.request(.DELETE, "/v1/session", bearer: token).status == 204)
             let ended = try await o.request(.GET, "/v1/session", bearer: token)

@@ -52,13 +52,25 @@ extension Request {
     /// Foundation's `trimmingCharacters`, which bridges through `NSString` (`Benchmarks/run`'s `GET /v1/session` guards
     /// this).
     var sessionToken: (token: String, viaCookie: Bool)? {
-        if let authorization = headers[.authorization], let token = Self.bearerToken(authorization) {
+        if let authorization, let token = Self.bearerToken(authorization) {
             return (token, false)
         }
         if let cookie = cookies[SessionCookie.name]?.value, !cookie.isEmpty {
             return (cookie, true)
         }
         return nil
+    }
+
+    /// The `Authorization` field, as `headers[.authorization]` reads it (repeated fields joined by `, `), without its
+    /// generic lazy join for the common single field: that join resolved type metadata on every session check
+    /// (`Benchmarks/run`'s `GET /v1/session` guards this).
+    private var authorization: String? {
+        var found: String?
+        for field in headers where field.name == .authorization {
+            guard found == nil else { return headers[.authorization] }
+            found = field.value
+        }
+        return found
     }
 
     /// The token of `Bearer TOKEN` (scheme case-insensitive, spaces and tabs around the token ignored), else `nil`.
