@@ -1,4 +1,3 @@
-import Foundation
 import NIOCore
 
 /// Finds where each HTTP/1.1 request ends in the bytes before the HTTP decoder, so that a request that begins in the
@@ -6,30 +5,13 @@ import NIOCore
 /// head deadline like any other. The decoder consumes every byte it is given and says nothing of a head it has only
 /// begun, so without this such a half head waited for the idle timeout (60 s) instead of the head deadline (10 s).
 ///
-/// It reads only the framing (a head ends at its blank line; its body is `Content-Length` bytes, or none) and hands
-/// each read on in the same bytes, split at request ends. A chunked body, whose end only the decoder finds, turns it
-/// into a pass-through for the rest of the connection: such a request's successor is then watched as before, from its
-/// next read.
+/// It reads only the framing (``RequestFraming``) and hands each read on in the same bytes, split at request ends.
 final class RequestBoundaryHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
 
-    private enum State {
-        /// Reading a head: `matched` bytes of a blank line's `\r\n\r\n` seen at its end so far.
-        case head(matched: Int)
-        /// Reading a body of this many bytes more.
-        case body(remaining: Int)
-        /// A framing this handler does not follow: everything passes.
-        case opaque
-    }
-
-    /// Heads longer than this are the decoder's to refuse; this handler stops following them.
-    private static let longestHead = 80 * 1024
-
     private let deadline: HeadDeadlineHandler
-    private var state = State.head(matched: 0)
-    /// The head being read, kept only for its framing fields (at most ``longestHead`` bytes).
-    private var headBytes: [UInt8] = []
+    private var framing = RequestFraming()
 
     init(deadline: HeadDeadlineHandler) {
         self.deadline = deadline
@@ -38,7 +20,7 @@ final class RequestBoundaryHandler: ChannelInboundHandler, RemovableChannelHandl
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
         while buffer.readableBytes > 0 {
-            guard let end = requestEnd(in: buffer.readableBytesView), end < buffer.readableBytes else {
+            guard let end = buffer.withUnsafeReadableBytes({ framing.end(in: $0) }), end < buffer.readableBytes else {
                 context.fireChannelRead(wrapInboundOut(buffer))
                 return
             }
@@ -48,10 +30,34 @@ final class RequestBoundaryHandler: ChannelInboundHandler, RemovableChannelHandl
             deadline.nextRequestBegan()
         }
     }
+}
 
-    /// How many of `bytes` complete the current request, advancing the framing state; `nil` when the request does not
-    /// end within them.
-    private func requestEnd(in bytes: ByteBufferView) -> Int? {
+/// The framing of the HTTP/1.1 requests on one connection, followed through its bytes: a head ends at its blank line;
+/// its body is `Content-Length` bytes, or none. A chunked body, whose end only the decoder finds, makes the framing
+/// opaque for the rest of the connection (such a request's successor is then watched from its next read).
+///
+/// Every request's bytes pass through here, so it reads them in place, a byte at a time only where a head's end may
+/// be, and makes no string but a `Content-Length` value (`Benchmarks/run`'s anchor and notification ingest guard this).
+struct RequestFraming {
+    private enum State {
+        /// Reading a head: `matched` bytes of a blank line's `\r\n\r\n` seen at its end so far.
+        case head(matched: Int)
+        /// Reading a body of this many bytes more.
+        case body(remaining: Int)
+        /// A framing this does not follow: everything passes.
+        case opaque
+    }
+
+    /// Heads longer than this are the decoder's to refuse; the framing stops following them.
+    static let longestHead = 80 * 1024
+
+    private var state = State.head(matched: 0)
+    /// The head being read, kept only for its framing fields (at most ``longestHead`` bytes).
+    private var headBytes: [UInt8] = []
+
+    /// How many of `bytes` complete the current request, advancing the framing; `nil` when the request does not end
+    /// within them.
+    mutating func end(in bytes: UnsafeRawBufferPointer) -> Int? {
         var offset = 0
         while offset < bytes.count {
             switch state {
@@ -66,9 +72,9 @@ final class RequestBoundaryHandler: ChannelInboundHandler, RemovableChannelHandl
                 state = .head(matched: 0)
                 return offset + remaining
             case .head(var matched):
-                let from = bytes.startIndex + offset
+                let from = offset
                 var index = from
-                while index < bytes.endIndex, matched < 4 {
+                while index < bytes.count, matched < 4 {
                     switch bytes[index] {
                     case 13: matched = matched == 0 || matched == 2 ? matched + 1 : 1
                     case 10: matched = matched == 1 || matched == 3 ? matched + 1 : 0
@@ -76,15 +82,16 @@ final class RequestBoundaryHandler: ChannelInboundHandler, RemovableChannelHandl
                     }
                     index += 1
                 }
-                if headBytes.count < Self.longestHead { headBytes += bytes[from..<index].prefix(Self.longestHead - headBytes.count) }
-                offset = index - bytes.startIndex
+                let kept = min(index - from, Self.longestHead - headBytes.count)
+                if kept > 0 { headBytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[from..<from + kept])) }
+                offset = index
                 guard matched == 4 else {
                     state = headBytes.count >= Self.longestHead ? .opaque : .head(matched: matched)
                     return nil
                 }
                 // The head is whole: what follows is its body, if any.
                 let length = Self.bodyLength(of: headBytes)
-                headBytes = []
+                headBytes.removeAll(keepingCapacity: true)
                 switch length {
                 case .some(0):
                     state = .head(matched: 0)
@@ -100,32 +107,45 @@ final class RequestBoundaryHandler: ChannelInboundHandler, RemovableChannelHandl
         return nil
     }
 
-    /// The body's length by the head's framing fields: 0 without either, `nil` for a chunked body (or one this handler
-    /// cannot read).
-    private static func bodyLength(of head: [UInt8]) -> Int? {
+    /// The body's length by the head's framing fields: 0 without either, `nil` for a chunked body (or one this cannot
+    /// read).
+    static func bodyLength(of head: [UInt8]) -> Int? {
         guard head.count < longestHead else { return nil }
         var length = 0
         var lineStart = 0
         var first = true
-        // Line by line, without making strings: only a line that begins like one of the two names is looked at.
+        // Line by line: only a line whose name is one of the two (ASCII, any case) is looked at further.
         for index in head.indices where head[index] == 10 {
             defer { lineStart = index + 1 }
             if first {
                 first = false
                 continue
             }
-            guard lineStart < index, head[lineStart] | 0x20 == UInt8(ascii: "c") || head[lineStart] | 0x20 == UInt8(ascii: "t") else { continue }
-            let line = String(decoding: head[lineStart..<index], as: UTF8.self)
-            guard let colon = line.firstIndex(of: ":") else { continue }
-            let name = line[..<colon].lowercased()
-            if name == "transfer-encoding" { return nil }
-            if name == "content-length" {
-                guard let parsed = Int(line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)), parsed >= 0 else {
-                    return nil
-                }
+            let line = head[lineStart..<index]
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { continue }
+            let name = line[..<colon]
+            if Self.name(name, is: "transfer-encoding") { return nil }
+            if Self.name(name, is: "content-length") {
+                var start = colon + 1
+                var end = line.endIndex
+                while start < end, Self.isSpace(head[start]) { start += 1 }
+                while end > start, Self.isSpace(head[end - 1]) { end -= 1 }
+                guard let parsed = Int(String(decoding: head[start..<end], as: UTF8.self)), parsed >= 0 else { return nil }
                 length = parsed
             }
         }
         return length
+    }
+
+    /// Whether `name` is `lowercased`, in any ASCII case.
+    private static func name(_ name: ArraySlice<UInt8>, is lowercased: StaticString) -> Bool {
+        guard name.count == lowercased.utf8CodeUnitCount else { return false }
+        return lowercased.withUTF8Buffer { expected in
+            zip(name, expected).allSatisfy { byte, wanted in byte == wanted || (byte | 0x20 == wanted && wanted >= UInt8(ascii: "a")) }
+        }
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") || byte == 13 || byte == 10 || byte == 11 || byte == 12
     }
 }
