@@ -4,10 +4,11 @@ public import Hummingbird
 /// ``OrchardRoutes`` inside the route's own handler.
 ///
 /// Not a layer of Hummingbird's middleware chain: a layer enters its `handle` and its `next` through Hummingbird's
-/// closures, and since serve runs Swift concurrency on the event loops as their serial executors, each of those entries
-/// and returns is a trip through the loop's queue (seven a request for one layer). A rule's `apply` and `next` run
-/// where the handler runs, with no trip. A rule is also a middleware (``handle(_:context:next:)``), for a router built
-/// without ``OrchardRoutes``.
+/// `@concurrent` closures, and since serve runs Swift concurrency on the event loops as their serial executors, each of
+/// those entries and returns is a trip through the loop's queue. A rule's `apply` and `next` are Orchard's own and run
+/// where their caller runs: the session check's cookie rules took seven trips as a layer and take three as a rule
+/// (Benchmarks/README, A18). A rule is also a middleware (``handle(_:context:next:)``), for a router built without
+/// ``OrchardRoutes``.
 public protocol RouteRule<Context>: Sendable {
     /// The request context of the routes it applies to.
     associatedtype Context: RequestContext
