@@ -135,6 +135,8 @@ struct FastRouteTests {
             for field in ["Basic \(token)", "Bearer\(token)", "Bearer "] {
                 #expect(try await o.request(.GET, "/v1/session", headers: [("Authorization", field)]).code == "session_invalid", "\(field)")
             }
+            let spelled = try await o.request(.GET, "/v1/session", headers: [("Authorization", "bEaReR \t\(token)\t ")])
+            #expect(spelled.status == 200, "the scheme in any case, spaces and tabs around the token")
             // Two Authorization fields are one value, joined with ", " (never the first alone), and no token.
             let twice = [("Authorization", "Bearer \(token)"), ("Authorization", "Bearer \(token)")]
             #expect(try await o.request(.GET, "/v1/session", headers: twice).code == "session_invalid")
