@@ -91,7 +91,7 @@ struct RequestFraming {
                 }
                 // The head is whole: what follows is its body, if any.
                 let length = Self.bodyLength(of: headBytes)
-                headBytes.removeAll(keepingCapacity: true)
+                headBytes = []
                 switch length {
                 case .some(0):
                     state = .head(matched: 0)
@@ -109,7 +109,7 @@ struct RequestFraming {
 
     /// The body's length by the head's framing fields: 0 without either, `nil` for a chunked body (or one this cannot
     /// read).
-    static func bodyLength(of head: [UInt8]) -> Int? {
+    private static func bodyLength(of head: [UInt8]) -> Int? {
         guard head.count < longestHead else { return nil }
         var length = 0
         var lineStart = 0
