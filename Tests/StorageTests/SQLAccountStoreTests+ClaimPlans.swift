@@ -45,4 +45,41 @@ extension SQLAccountStoreTests {
             }
         }
     }
+
+    @Test(
+        "a deletion finds its subject's notifications that hold a sealed event through an index of those only, never a full scan",
+        arguments: Self.backends
+    )
+    func deletionFindsWaitingNotificationsThroughIndex(_ backend: TestDatabase.Backend) async throws {
+        try await withStore(backend) { _, database in
+            let statement = SQLAccountStore.closeWaitingNotifications(subjectDigest: String(repeating: "a", count: 64), accountID: "acct_x", at: 1)
+            let index = "notification_inbox_sealed_subject"
+            switch database.flavor {
+            case .sqlite:
+                let plan = try await database.withDatabase { db in
+                    try await db.raw("EXPLAIN QUERY PLAN \(statement)").all().map { try $0.decode(column: "detail", as: String.self) }
+                }.joined(separator: "\n")
+                #expect(plan.contains("SEARCH notification_inbox USING INDEX \(index)"), "\(plan)")
+                let definition = try await database.read("SELECT sql FROM sqlite_master WHERE name = \(bind: index)").first
+                    .map { try $0.decode(column: "sql", as: String.self) }
+                #expect(
+                    definition?.contains("WHERE sealed_event IS NOT NULL") == true,
+                    "it holds the rows with a sealed event only: \(definition ?? "none")"
+                )
+            case .postgres:
+                let plan = try await database.transaction { db in
+                    try await db.raw("SET LOCAL enable_seqscan = off").run()
+                    return try await db.raw("EXPLAIN \(statement)").all().map { try $0.decode(column: "QUERY PLAN", as: String.self) }
+                }.joined(separator: "\n")
+                #expect(["Index Scan using \(index)", "Bitmap Index Scan on \(index)"].contains { plan.contains($0) }, "\(plan)")
+                #expect(!plan.contains("Seq Scan"), "\(plan)")
+                let definition = try await database.read("SELECT indexdef FROM pg_indexes WHERE indexname = \(bind: index)").first
+                    .map { try $0.decode(column: "indexdef", as: String.self) }
+                #expect(
+                    definition?.contains("WHERE (sealed_event IS NOT NULL)") == true,
+                    "it holds the rows with a sealed event only: \(definition ?? "none")"
+                )
+            }
+        }
+    }
 }

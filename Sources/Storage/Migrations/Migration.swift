@@ -335,5 +335,17 @@ extension Migration {
                 "ALTER TABLE webhook_outbox ADD COLUMN failed_at BIGINT",
             ]
         ),
+        Migration(
+            version: 15,
+            summary: "the inbox finds a subject's notifications that still hold a sealed event through an index of those only",
+            statements: [
+                // A deletion looks for its subject's notifications that still hold the user's sealed event. The old
+                // index held every row ever received, on a random key, so each stored notification wrote a page of it.
+                // Not `processed_at IS NULL`: a claim implies that, and PostgreSQL could then range over this index
+                // instead of the due-time one.
+                "DROP INDEX notification_inbox_subject_digest",
+                "CREATE INDEX notification_inbox_sealed_subject ON notification_inbox (subject_digest) WHERE sealed_event IS NOT NULL",
+            ]
+        ),
     ]
 }

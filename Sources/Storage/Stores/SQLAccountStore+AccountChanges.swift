@@ -1,7 +1,7 @@
 public import Accounts
 import AppleID
 import Foundation
-import SQLKit
+public import SQLKit
 
 extension SQLAccountStore: AccountChangeStore {
     /// The installation's audit salt.
@@ -63,13 +63,7 @@ extension SQLAccountStore: AccountChangeStore {
                     """
                 ).run()
                 // Events still waiting for this subject hold its sealed data: drop it, keep the record against duplicates.
-                try await db.raw(
-                    """
-                    UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: InboxOutcome.Kind.accountDeleted.rawValue),
-                        account_id = \(bind: change.accountID), next_attempt_at = NULL, lease_until = NULL
-                    WHERE subject_digest = \(bind: audit.subjectDigest) AND processed_at IS NULL
-                    """
-                ).run()
+                try await db.raw(Self.closeWaitingNotifications(subjectDigest: audit.subjectDigest, accountID: change.accountID, at: at)).run()
                 // The token this deletion removed, whatever an earlier read of the account said.
                 if let plan {
                     if let job = try plan.job(for: removed) {
@@ -197,6 +191,17 @@ extension SQLAccountStore: AccountChangeStore {
             if applied.contains(row.accountID) { return .applied(revocation: nil) }
             return existing.contains(row.accountID) ? .superseded : .gone
         }
+    }
+
+    /// Marks the notifications still waiting for a deleted subject as `account_deleted`, dropping their sealed events.
+    /// It finds them through `notification_inbox_sealed_subject`, which holds only the rows that still hold a sealed
+    /// event (the storage tests `EXPLAIN` it on every backend); every waiting notification does.
+    public static func closeWaitingNotifications(subjectDigest: String, accountID: String, at: Int64) -> SQLQueryString {
+        """
+        UPDATE notification_inbox SET sealed_event = NULL, processed_at = \(bind: at), outcome = \(bind: InboxOutcome.Kind.accountDeleted.rawValue),
+            account_id = \(bind: accountID), next_attempt_at = NULL, lease_until = NULL
+        WHERE subject_digest = \(bind: subjectDigest) AND sealed_event IS NOT NULL AND processed_at IS NULL
+        """
     }
 
     /// A change's condition as SQL to add to its statement's `WHERE` (empty for none).
