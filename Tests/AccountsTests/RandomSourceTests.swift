@@ -1,4 +1,5 @@
 import Accounts
+import Foundation
 import Testing
 
 @Suite("The system's random source")
@@ -13,5 +14,19 @@ struct RandomSourceTests {
         #expect(random.bytes(32) != random.bytes(32))
         // Every byte value turns up: the bytes are not drawn from a narrower range.
         #expect(Set(random.bytes(8_192)).count == 256)
+    }
+
+    @Test("an id for a row written at an instant keeps the id's shape, starts with the instant's milliseconds, and sorts by it")
+    func timeOrderedIDs() {
+        let random = SystemRandomSource()
+        let at = Date(timeIntervalSince1970: 1_796_000_000.1235)
+        let id = random.id("evt_", at: at)
+        #expect(id.wholeMatch(of: /evt_[0-9a-f]{32}/) != nil, "\(id)")
+        // 1,796,000,000,123 ms is 0x01a2_29f1_287b.
+        #expect(id.hasPrefix("evt_01a229f1287b"), "\(id)")
+        #expect(random.id("evt_", at: at) != id, "the other 80 bits are random")
+        let later = (1...1_000).map { random.id("whd_", at: at.addingTimeInterval(Double($0) / 1000)) }
+        #expect(later == later.sorted(), "ids of later rows sort after earlier ones")
+        #expect(random.id("evt_", at: Date(timeIntervalSince1970: 0)).hasPrefix("evt_000000000000"))
     }
 }

@@ -98,14 +98,20 @@ public struct AccountChanges: Sendable {
 
     /// `email_forwarding_changed`, with the new state as its reason.
     private func forwardingEvent(accountID: String, _ forwarding: EmailForwarding, at now: Date) -> HistoryEvent {
-        HistoryEvent(id: random.id("evt_"), accountID: accountID, kind: .emailForwardingChanged, occurredAt: now, reason: forwarding.rawValue)
+        HistoryEvent(
+            id: random.id("evt_", at: now),
+            accountID: accountID,
+            kind: .emailForwardingChanged,
+            occurredAt: now,
+            reason: forwarding.rawValue
+        )
     }
 
     /// `credential_revoked`; for Apple's `invalid_grant` at a validation, the verdict first (a millisecond earlier, so
     /// that the history reads in the order things happened).
     private func revocationEvents(accountID: String, reason: CredentialRevocationReason, at now: Date) -> [HistoryEvent] {
         let revoked = HistoryEvent(
-            id: random.id("evt_"),
+            id: random.id("evt_", at: now),
             accountID: accountID,
             kind: .credentialRevoked,
             occurredAt: now,

@@ -212,7 +212,7 @@ public struct AccountImport: Sendable {
         }
         return ImportedAccount(
             record: record,
-            event: HistoryEvent(id: random.id("evt_"), accountID: id, kind: .imported, occurredAt: now, reason: source.rawValue),
+            event: HistoryEvent(id: random.id("evt_", at: now), accountID: id, kind: .imported, occurredAt: now, reason: source.rawValue),
             subjectDigest: digest
         )
     }

@@ -42,7 +42,7 @@ public struct WebhookFanout: Sendable, CustomStringConvertible {
         guard !urls.isEmpty else { return [] }
         let event = WebhookEvent(
             type: type.rawValue,
-            id: random.id("evt_"),
+            id: random.id("evt_", at: now),
             occurredAt: now,
             accountID: accountID,
             reason: reason,
@@ -51,7 +51,7 @@ public struct WebhookFanout: Sendable, CustomStringConvertible {
         let body = event.body
         return urls.map { url in
             WebhookDelivery(
-                id: random.id("whd_"),
+                id: random.id("whd_", at: now),
                 eventID: event.id,
                 eventType: event.type,
                 url: url,

@@ -199,7 +199,7 @@ extension AccountDesk {
                 createdAt: now
             )
         }
-        let eventID = random.id("evt_")
+        let eventID = random.id("evt_", at: now)
         let signedIn = HistoryEvent(
             id: eventID,
             accountID: id,
