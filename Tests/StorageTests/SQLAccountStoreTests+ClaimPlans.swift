@@ -13,6 +13,22 @@ extension SQLAccountStoreTests {
         "accounts": "accounts_next_validation_at",
     ]
 
+    /// The query plan of `query`, one line a step. On PostgreSQL with sequential scans priced out: an empty table makes
+    /// any plan cheap, and a plan that still scans the table has no index to use.
+    static func plan(of query: SQLQueryString, on database: any DatabaseClient) async throws -> String {
+        switch database.flavor {
+        case .sqlite:
+            return try await database.withDatabase { db in
+                try await db.raw("EXPLAIN QUERY PLAN \(query)").all().map { try $0.decode(column: "detail", as: String.self) }
+            }.joined(separator: "\n")
+        case .postgres:
+            return try await database.transaction { db in
+                try await db.raw("SET LOCAL enable_seqscan = off").run()
+                return try await db.raw("EXPLAIN \(query)").all().map { try $0.decode(column: "QUERY PLAN", as: String.self) }
+            }.joined(separator: "\n")
+        }
+    }
+
     @Test("every claim reads its table through the due-time index, never a full scan", arguments: Self.backends)
     func claimsUseDueIndexes(_ backend: TestDatabase.Backend) async throws {
         #expect(Set(JobTable.all.map(\.table)).isSuperset(of: Self.dueIndexes.keys))
@@ -21,22 +37,12 @@ extension SQLAccountStoreTests {
                 let table = job.table
                 let index = Self.dueIndexes[table] ?? job.dueIndex
                 #expect(index == job.dueIndex, "\(job) declares \(job.dueIndex), not \(index)")
-                let query = store.dueRows(job, now: Date(), limit: 32)
-                let plan: String
+                let plan = try await Self.plan(of: store.dueRows(job, now: Date(), limit: 32), on: database)
                 switch database.flavor {
                 case .sqlite:
-                    plan = try await database.withDatabase { db in
-                        try await db.raw("EXPLAIN QUERY PLAN \(query)").all().map { try $0.decode(column: "detail", as: String.self) }
-                    }.joined(separator: "\n")
                     #expect(plan.contains("SEARCH \(table) USING INDEX \(index)"), "\(job): \(plan)")
                     #expect(!plan.contains("SCAN \(table)"), "\(job) scans the whole table: \(plan)")
                 case .postgres:
-                    // An empty table makes any plan cheap; with sequential scans priced out, a plan that still
-                    // scans the table has no index to use.
-                    plan = try await database.transaction { db in
-                        try await db.raw("SET LOCAL enable_seqscan = off").run()
-                        return try await db.raw("EXPLAIN \(query)").all().map { try $0.decode(column: "QUERY PLAN", as: String.self) }
-                    }.joined(separator: "\n")
                     let ranges = ["Index Scan using \(index) on \(table)", "Bitmap Index Scan on \(index)"]
                     #expect(ranges.contains { plan.contains($0) }, "\(job): \(plan)")
                     #expect(!plan.contains("Seq Scan"), "\(job) scans the whole table: \(plan)")
@@ -54,11 +60,9 @@ extension SQLAccountStoreTests {
         try await withStore(backend) { _, database in
             let statement = SQLAccountStore.closeWaitingNotifications(subjectDigest: String(repeating: "a", count: 64), accountID: "acct_x", at: 1)
             let index = "notification_inbox_sealed_subject"
+            let plan = try await Self.plan(of: statement, on: database)
             switch database.flavor {
             case .sqlite:
-                let plan = try await database.withDatabase { db in
-                    try await db.raw("EXPLAIN QUERY PLAN \(statement)").all().map { try $0.decode(column: "detail", as: String.self) }
-                }.joined(separator: "\n")
                 #expect(plan.contains("SEARCH notification_inbox USING INDEX \(index)"), "\(plan)")
                 let definition = try await database.read("SELECT sql FROM sqlite_master WHERE name = \(bind: index)").first
                     .map { try $0.decode(column: "sql", as: String.self) }
@@ -67,10 +71,6 @@ extension SQLAccountStoreTests {
                     "it holds the rows with a sealed event only: \(definition ?? "none")"
                 )
             case .postgres:
-                let plan = try await database.transaction { db in
-                    try await db.raw("SET LOCAL enable_seqscan = off").run()
-                    return try await db.raw("EXPLAIN \(statement)").all().map { try $0.decode(column: "QUERY PLAN", as: String.self) }
-                }.joined(separator: "\n")
                 #expect(["Index Scan using \(index)", "Bitmap Index Scan on \(index)"].contains { plan.contains($0) }, "\(plan)")
                 #expect(!plan.contains("Seq Scan"), "\(plan)")
                 let definition = try await database.read("SELECT indexdef FROM pg_indexes WHERE indexname = \(bind: index)").first
