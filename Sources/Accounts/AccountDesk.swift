@@ -100,7 +100,8 @@ public final class AccountDesk: Sendable {
     /// session memory may answer, and then the memo beside its entry comes too (`nil` for a read from the database).
     func checkedSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView, SessionMemo?) {
         let tokenHash = try Self.tokenHash(token)
-        let found = try await storing { try await store.checkSession(tokenHash: tokenHash) }
+        var found = store.rememberedSession(tokenHash: tokenHash)
+        if found == nil { found = try await storing { try await store.checkSession(tokenHash: tokenHash) } }
         let (session, account) = try live(found)
         return (session, account, found?.memo)
     }

@@ -160,11 +160,16 @@ extension InMemoryStore: AccountStore {
         try await session(tokenHash: tokenHash)
     }
 
-    /// The session with its account's shown fields.
-    public func session(tokenHash: String) async throws -> SessionWithAccount? {
+    /// The session with its account's shown fields: this store's tables are its memory, and they always answer.
+    public func rememberedSession(tokenHash: String) -> SessionWithAccount? {
         tables.withLock { tables in
             tables.sessions[tokenHash].map { SessionWithAccount(session: $0, account: tables.accounts[$0.accountID]?.sealedView) }
         }
+    }
+
+    /// The session with its account's shown fields.
+    public func session(tokenHash: String) async throws -> SessionWithAccount? {
+        rememberedSession(tokenHash: tokenHash)
     }
 
     /// Ends a live session.

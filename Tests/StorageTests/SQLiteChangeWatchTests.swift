@@ -4,6 +4,7 @@ import OrchardTesting
 import SQLKit
 import Testing
 
+@testable import Accounts
 @testable import Storage
 
 /// How serve's session memory sees another process's commits to the SQLite file: each of the watch's connections
@@ -18,10 +19,7 @@ struct SQLiteChangeWatchTests {
         let client = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "test"))
         try await Migrator(database: client, logger: Logger(label: "test")).migrate()
         // The client's own watch, which serve's session memory looks through (one connection per core, at least two).
-        guard case .singleProcess(let watch) = client.sessionBackend else {
-            Issue.record("no SQLite watch")
-            return
-        }
+        let watch = try Self.watch(of: client)
         // Another process: a connection of its own, outside serve's client.
         let other = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "other"))
         func moveEpoch() async throws {
@@ -50,5 +48,78 @@ struct SQLiteChangeWatchTests {
         #expect(try watch.look() == .committed(epoch: epoch + 2))
         await other.close()
         await client.close()
+    }
+
+    @Test("a watch opened before the migrations fails its looks until they ran, then sees their commits; closed, it throws")
+    func looksBeforeMigrationAndAfterClose() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("watch.sqlite")
+        // `serve` opens the database (and so the watch) before it migrates: session_epoch does not exist yet.
+        let client = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "test"))
+        let watch = try Self.watch(of: client)
+        #expect(throws: (any Error).self) { try watch.look(connection: 0) }
+        try await Migrator(database: client, logger: Logger(label: "test")).migrate()
+        // The failed look remembered no data_version: this one finds the migrations' commits and the epoch.
+        let look = try watch.look(connection: 0)
+        guard case .committed = look else {
+            Issue.record("after the migrations a look found nothing: \(look)")
+            return
+        }
+        #expect(try watch.look(connection: 0) == .unchanged)
+        await client.close()
+        #expect(throws: (any Error).self) { try watch.look(connection: 0) }
+    }
+
+    @Test("the memory's answer without waiting: none before a check, the session after one, none once it ended or was changed by another process")
+    func rememberedSession() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("remembered.sqlite")
+        let client = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "test"))
+        try await Migrator(database: client, logger: Logger(label: "test")).migrate()
+        let store = TestDatabase.store(client, answering: true)
+        let now = Date()
+        try await Self.signIn(store, tokenHash: "t1", at: now)
+        try await Self.signIn(store, tokenHash: "t2", at: now)
+
+        #expect(store.rememberedSession(tokenHash: "t1") == nil)
+        let checked = try #require(try await store.checkSession(tokenHash: "t1"))
+        #expect(store.rememberedSession(tokenHash: "t1") == checked)
+        #expect(store.rememberedSession(tokenHash: "unknown") == nil)
+        // A store that does not answer from memory (every process but serve) never does.
+        #expect(TestDatabase.store(client).rememberedSession(tokenHash: "t1") == nil)
+
+        #expect(try await store.endSession(tokenHash: "t1", reason: .signedOut, cause: .user, at: now))
+        #expect(store.rememberedSession(tokenHash: "t1") == nil)
+
+        // Another process (an operator's command) ends t2 after serve remembered it: the look finds its commit first.
+        _ = try await store.checkSession(tokenHash: "t2")
+        #expect(store.rememberedSession(tokenHash: "t2") != nil)
+        let other = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "other"))
+        #expect(try await TestDatabase.store(other).endSession(tokenHash: "t2", reason: .signedOut, cause: .operator, at: now))
+        #expect(store.rememberedSession(tokenHash: "t2") == nil)
+        await other.close()
+        await client.close()
+    }
+
+    /// The watch of `client`, which its session keeper looks through.
+    static func watch(of client: SQLiteDatabaseClient) throws -> SQLiteChangeWatch {
+        guard case .singleProcess(let watch) = client.sessionBackend else { throw CancellationError() }
+        return watch
+    }
+
+    /// An account and a live session with `tokenHash`, as a sign-in writes them.
+    static func signIn(_ store: SQLAccountStore, tokenHash: String, at now: Date) async throws {
+        let id = "acct_\(tokenHash)"
+        let account = AccountRecord.fixture(id: id, subjectHash: "s_\(tokenHash)", at: now)
+        let session = SessionRecord(
+            id: "sess_\(tokenHash)",
+            tokenHash: tokenHash,
+            accountID: id,
+            createdAt: now,
+            expiresAt: now.addingTimeInterval(3600)
+        )
+        #expect(try await store.recordSignIn(SignInRecord(account: account, isNew: true, session: session, history: [])))
     }
 }

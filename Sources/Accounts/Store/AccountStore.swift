@@ -42,6 +42,11 @@ public protocol AccountStore: AccountLookup, HistoryStore {
     /// the session memory may answer (never for a session that has ended; only the session check and the access token
     /// ask this way, every request that writes reads the database).
     func checkSession(tokenHash: String) async throws -> SessionWithAccount?
+    /// The session with this token hash as the session memory remembers it, answered without suspending: `nil` when the
+    /// memory does not answer for it now (``checkSession(tokenHash:)`` then reads). A session check asks this first: a
+    /// check answered here makes no asynchronous call through the store, after which Swift would switch back to the
+    /// caller's executor (on serve's event loops, a trip through the loop's task queue).
+    func rememberedSession(tokenHash: String) -> SessionWithAccount?
     /// The session with this token hash, with its account's shown fields unless it was deleted, as the database has it.
     func session(tokenHash: String) async throws -> SessionWithAccount?
     /// Ends a live session and records its `signed_out` event with `cause`; `false` when there was no live session with

@@ -130,17 +130,23 @@ public final class SessionKeeper: Sendable {
     /// when this process may answer for it, else from `read` (which reads the sessions of the token hashes it is given),
     /// then remembered.
     public func check(tokenHash: String, read: ([String]) async throws -> [SessionWithAccount]) async throws -> SessionWithAccount? {
+        if let remembered = remembered(tokenHash: tokenHash) { return remembered }
         guard let memory else { return try await fresh(tokenHash: tokenHash, read: read) }
-        if watch != nil { lookPastOtherProcesses(memory) }
-        if let remembered = memory.lookup(tokenHash) {
-            hits.increment()
-            return remembered
-        }
         misses.increment()
         let epoch = memory.epoch
         let value = try await fresh(tokenHash: tokenHash, read: read)
         if let value { memory.remember(tokenHash, value, readAt: epoch) }
         return value
+    }
+
+    /// The session behind `tokenHash` from memory, when this process may answer for it now; `nil` otherwise (then
+    /// ``check(tokenHash:read:)`` reads). On SQLite it first looks whether another process committed since.
+    public func remembered(tokenHash: String) -> SessionWithAccount? {
+        guard let memory else { return nil }
+        if watch != nil { lookPastOtherProcesses(memory) }
+        guard let remembered = memory.lookup(tokenHash) else { return nil }
+        hits.increment()
+        return remembered
     }
 
     /// The session behind `tokenHash` as the database has it now (every route that writes reads this way).

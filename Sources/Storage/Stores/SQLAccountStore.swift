@@ -179,6 +179,11 @@ public struct SQLAccountStore: AccountStore {
         try await keeper.check(tokenHash: tokenHash) { try await sessions(tokenHashes: $0) }
     }
 
+    /// The session as the session memory remembers it, when the memory answers for it now.
+    public func rememberedSession(tokenHash: String) -> SessionWithAccount? {
+        keeper.remembered(tokenHash: tokenHash)
+    }
+
     /// The session with this token hash and its account's shown fields, as the database has it now.
     public func session(tokenHash: String) async throws -> SessionWithAccount? {
         try await keeper.fresh(tokenHash: tokenHash) { try await sessions(tokenHashes: $0) }
