@@ -26,8 +26,7 @@ public final class SQLiteChangeWatch: Sendable {
     /// GRDB opens and closes the connection (with the database's configuration: read-only, the busy timeout); the looks
     /// step its two statements through the SQLite API on the calling thread, under this watcher's lock, which is all
     /// the serialising a connection needs. GRDB's `inDatabase` would take each look through a dispatch queue's `sync`
-    /// and its statement cache: a sixth of what the check added to the bare route in serve's profile (Benchmarks/README,
-    /// A20).
+    /// and its statement cache: about 3 % of serve's samples under the session check (Benchmarks/README, A20).
     private final class Watcher: Sendable {
         let connection: DatabaseQueue
         private let state: Mutex<State>
