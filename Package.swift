@@ -117,7 +117,8 @@ let package = Package(
                 "Accounts",
                 server("SQLKit", "sql-kit"),
                 server("GRDB", "GRDB.swift"),
-                // GRDB's own SQLite module: the reader steps GRDB's cached statements through the SQLite API.
+                // GRDB's own SQLite module: the reader steps GRDB's cached statements through the SQLite API, and the
+                // change watch its own statements on GRDB's connections.
                 server("GRDBSQLite", "GRDB.swift"),
                 server("PostgresKit", "postgres-kit"),
                 server("PostgresNIO", "postgres-nio"),

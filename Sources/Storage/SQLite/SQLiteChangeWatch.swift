@@ -97,6 +97,17 @@ public final class SQLiteChangeWatch: Sendable {
 
         /// Finalizes the statements (SQLite closes no connection with statements left), then closes the connection.
         func close() throws {
+            finalize()
+            try connection.close()
+        }
+
+        /// A watcher dropped without ``close()`` (a client never closed) still leaves GRDB's connection nothing to hold
+        /// it open when GRDB closes it in turn.
+        deinit {
+            finalize()
+        }
+
+        private func finalize() {
             state.withLock { state in
                 sqlite3_finalize(state.version)
                 sqlite3_finalize(state.epoch)
@@ -104,7 +115,6 @@ public final class SQLiteChangeWatch: Sendable {
                 state.epoch = nil
                 state.closed = true
             }
-            try connection.close()
         }
     }
 

@@ -36,19 +36,6 @@ enum SQLiteStatement {
         }
     }
 
-    /// The first column of `sql`'s first row as an integer (`nil` for no row): a statement without binds, stepped
-    /// through the SQLite API with no row copied (the session check's look for another process's commits,
-    /// ``SQLiteChangeWatch``).
-    static func integer(_ sql: String, on database: Database) throws -> Int64? {
-        let raw = try database.cachedStatement(sql: sql).sqliteStatement
-        defer { sqlite3_reset(raw) }
-        sqlite3_reset(raw)
-        let code = sqlite3_step(raw)
-        if code == SQLITE_DONE { return nil }
-        guard code == SQLITE_ROW else { throw failure(code, sql: sql, on: database) }
-        return sqlite3_column_int64(raw, 0)
-    }
-
     /// Binds every parameter of `statement`: text and integers directly (the binds of every request), anything else
     /// through GRDB's conversion to a database value (NULL for `nil`).
     ///
