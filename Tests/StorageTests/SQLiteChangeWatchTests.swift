@@ -15,13 +15,7 @@ struct SQLiteChangeWatchTests {
     func eachConnectionSeesEachCommit() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let path = directory.file("watch.sqlite")
-        let client = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "test"))
-        try await Migrator(database: client, logger: Logger(label: "test")).migrate()
-        // The client's own watch, which serve's session memory looks through (one connection per core, at least two).
-        let watch = try Self.watch(of: client)
-        // Another process: a connection of its own, outside serve's client.
-        let other = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "other"))
+        let (client, watch, other) = try await Self.migratedFile(in: directory)
         func moveEpoch() async throws {
             try await other.transaction { db in try await db.raw("UPDATE session_epoch SET value = value + 1 WHERE id = 1").run() }
         }
@@ -46,6 +40,42 @@ struct SQLiteChangeWatchTests {
 
         try await moveEpoch()
         #expect(try watch.look() == .committed(epoch: epoch + 2))
+        await other.close()
+        await client.close()
+    }
+
+    @Test("a look with nothing committed steps no statement; a commit by another process, or by the client, makes the next one step it")
+    func unchangedLooksReadTheHeaderOnly() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let (client, watch, other) = try await Self.migratedFile(in: directory)
+        guard case .committed(let epoch) = try watch.look(connection: 0) else {
+            Issue.record("a first look found nothing")
+            return
+        }
+        // The first look mapped the WAL index; the second reads its header and steps the statement once more; from
+        // then on, while nothing is committed, no look steps it.
+        #expect(try watch.look(connection: 0) == .unchanged)
+        let stepped = watch.statementLooks
+        for _ in 0..<50 { #expect(try watch.look(connection: 0) == .unchanged) }
+        #expect(watch.statementLooks == stepped, "looks with nothing committed stepped data_version")
+
+        // Another process's commit: the very next look steps the statement and finds it.
+        try await other.transaction { db in try await db.raw("UPDATE session_epoch SET value = value + 1 WHERE id = 1").run() }
+        #expect(try watch.look(connection: 0) == .committed(epoch: epoch + 1))
+        #expect(watch.statementLooks == stepped + 1)
+        #expect(try watch.look(connection: 0) == .unchanged)
+        #expect(watch.statementLooks == stepped + 1)
+
+        // The client's own commit moves the header too (and data_version, on the watch's connection of its own).
+        try await client.transaction { db in try await db.raw("UPDATE session_epoch SET value = value + 1 WHERE id = 1").run() }
+        #expect(try watch.look(connection: 0) == .committed(epoch: epoch + 2))
+        #expect(watch.statementLooks == stepped + 2)
+
+        // A commit that leaves session_epoch alone is still a commit: the look steps the statement and reads the epoch.
+        try await other.transaction { db in try await db.raw("INSERT INTO nonces (hash, expires_at) VALUES ('n', 0)").run() }
+        #expect(try watch.look(connection: 0) == .committed(epoch: epoch + 2))
+        #expect(watch.statementLooks == stepped + 3)
         await other.close()
         await client.close()
     }
@@ -101,6 +131,15 @@ struct SQLiteChangeWatchTests {
         #expect(store.rememberedSession(tokenHash: "t2") == nil)
         await other.close()
         await client.close()
+    }
+
+    /// A migrated file in `directory`: serve's client, its watch (which serve's session memory looks through, one
+    /// connection per core, at least two) and another process's client (a connection of its own, outside serve's).
+    static func migratedFile(in directory: TemporaryDirectory) async throws -> (SQLiteDatabaseClient, SQLiteChangeWatch, SQLiteDatabaseClient) {
+        let path = directory.file("watch.sqlite")
+        let client = try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "test"))
+        try await Migrator(database: client, logger: Logger(label: "test")).migrate()
+        return (client, try watch(of: client), try await SQLiteDatabaseClient.open(path: path, logger: Logger(label: "other")))
     }
 
     /// The watch of `client`, which its session keeper looks through.

@@ -6,11 +6,14 @@ import Synchronization
 /// connections of its own: `PRAGMA data_version`, which moves whenever any other connection commits, and the
 /// `session_epoch` counter, which every change to what a session check shows moves in its own transaction.
 ///
-/// Each look runs on the calling thread, on whichever of its connections is free: `data_version` alone answers while
-/// nothing was committed since that connection's last look, which is the session check's common case
-/// (`Benchmarks/run`'s SQLite session check). Two event loops checking sessions at once each take a connection of
-/// their own: with one connection behind one lock (as before) they queued for it, and the lock's contended path (its
-/// spinning and futex calls) showed in serve's profile (Benchmarks/README, A17).
+/// Each look runs on the calling thread, on whichever of its connections is free. While nothing was committed since that
+/// connection's last look (the session check's common case, `Benchmarks/run`'s SQLite session check), the look reads
+/// no statement: every commit, by any process, rewrites the header of the WAL index (the `-shm` file, which SQLite
+/// keeps mapped for each connection), and a look whose header is the one its last look saw answers ``Look/unchanged``
+/// from it. Stepping `PRAGMA data_version` takes and drops SQLite's read locks, four `fcntl` calls, about 2.5 % of
+/// serve's samples under the session check (Benchmarks/README, A21). Two event loops checking sessions at once each
+/// take a connection of their own: with one connection behind one lock (as before) they queued for it, and the lock's
+/// contended path (its spinning and futex calls) showed in serve's profile (Benchmarks/README, A17).
 public final class SQLiteChangeWatch: Sendable {
     /// What one look found.
     enum Look: Equatable {
@@ -37,6 +40,13 @@ public final class SQLiteChangeWatch: Sendable {
             var version: OpaquePointer?
             var epoch: OpaquePointer?
             var seen: Int64?
+            /// SQLite's own mapping of the WAL index's first region, valid while the connection is open; `nil` until a
+            /// look has read the file in WAL mode.
+            var walIndex: UnsafeRawPointer?
+            /// The WAL index's header as read just before the look that saw `seen`.
+            var seenHeader: WALIndexHeader?
+            /// Looks that stepped `data_version` (for the tests: a look answered from the header steps nothing).
+            var statementLooks = 0
             var closed = false
         }
 
@@ -61,15 +71,43 @@ public final class SQLiteChangeWatch: Sendable {
         private static func look(_ state: inout State) throws -> Look {
             do {
                 guard !state.closed else { throw DatabaseError(resultCode: .SQLITE_MISUSE, message: "the change watch is closed") }
+                // Read before the statement: a commit after this read changes the header the next look compares.
+                let header = state.walIndex.flatMap(WALIndexHeader.init(reading:))
+                if let header, header == state.seenHeader { return .unchanged }
+                state.statementLooks += 1
                 let version = try integer("PRAGMA data_version", &state.version, on: state.raw)
-                guard version != state.seen else { return .unchanged }
+                if state.walIndex == nil { state.walIndex = walIndex(of: state.raw) }
+                if version == state.seen {
+                    state.seenHeader = header
+                    return .unchanged
+                }
                 let epoch = try integer("SELECT value FROM session_epoch WHERE id = 1", &state.epoch, on: state.raw)
                 state.seen = version
+                state.seenHeader = header
                 return .committed(epoch: epoch)
             } catch {
                 state.seen = nil
+                state.seenHeader = nil
                 throw error
             }
+        }
+
+        /// Looks that stepped `data_version` so far.
+        var statementLooks: Int { state.withLock { $0.statementLooks } }
+
+        /// The first region of the WAL index as SQLite maps it for `raw` (its VFS's `xShmMap`, without growing the
+        /// file), or `nil` when the connection has none (not in WAL mode, or a VFS without shared memory).
+        private static func walIndex(of raw: OpaquePointer) -> UnsafeRawPointer? {
+            var file: UnsafeMutablePointer<sqlite3_file>?
+            guard sqlite3_file_control(raw, "main", SQLITE_FCNTL_FILE_POINTER, &file) == SQLITE_OK,
+                let methods = file?.pointee.pMethods, methods.pointee.iVersion >= 2,
+                let map = methods.pointee.xShmMap
+            else { return nil }
+            var region: UnsafeMutableRawPointer?
+            let code = map(file, 0, WALIndexHeader.regionSize, 0, &region)
+            // A read-only mapping still answers with its region (`SQLITE_READONLY`).
+            guard code == SQLITE_OK || code == SQLITE_READONLY, let region else { return nil }
+            return UnsafeRawPointer(region)
         }
 
         /// The first column of `sql`'s first row (0 for no row), prepared into `statement` once.
@@ -118,6 +156,43 @@ public final class SQLiteChangeWatch: Sendable {
         }
     }
 
+    /// The header at the start of SQLite's WAL index (its file format's "WAL-Index Format"): two copies of 48 bytes,
+    /// which every commit rewrites (its change counter moves; a restarted log changes its salts), the second copy first.
+    /// Read as SQLite reads it: the first copy, then the second, and only two equal copies count; a header caught
+    /// mid-write, or not yet initialised, reads as `nil` and the look steps its statement.
+    struct WALIndexHeader: Equatable {
+        /// The size of a region of the WAL index, as every SQLite maps it.
+        static let regionSize: Int32 = 32_768
+        private static let size = 48
+        private var words: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+
+        init?(reading index: UnsafeRawPointer) {
+            let first = Self.words(at: index)
+            atomicMemoryFence(ordering: .acquiring)
+            let second = Self.words(at: index + Self.size)
+            // Byte 12 is `isInit`, set once the header is valid.
+            guard Self.equal(first, second), index.load(fromByteOffset: 12, as: UInt8.self) != 0 else { return nil }
+            words = first
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool { equal(lhs.words, rhs.words) }
+
+        private static func words(at pointer: UnsafeRawPointer) -> (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64) {
+            (
+                pointer.load(fromByteOffset: 0, as: UInt64.self), pointer.load(fromByteOffset: 8, as: UInt64.self),
+                pointer.load(fromByteOffset: 16, as: UInt64.self), pointer.load(fromByteOffset: 24, as: UInt64.self),
+                pointer.load(fromByteOffset: 32, as: UInt64.self), pointer.load(fromByteOffset: 40, as: UInt64.self)
+            )
+        }
+
+        private static func equal(
+            _ a: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64),
+            _ b: (UInt64, UInt64, UInt64, UInt64, UInt64, UInt64)
+        ) -> Bool {
+            a.0 == b.0 && a.1 == b.1 && a.2 == b.2 && a.3 == b.3 && a.4 == b.4 && a.5 == b.5
+        }
+    }
+
     private let watchers: [Watcher]
 
     init(path: String, count: Int, configuration: Configuration) throws {
@@ -140,6 +215,9 @@ public final class SQLiteChangeWatch: Sendable {
     func look(connection index: Int) throws -> Look {
         try watchers[index].look()
     }
+
+    /// Looks that stepped `data_version` so far, on every connection.
+    var statementLooks: Int { watchers.reduce(0) { $0 + $1.statementLooks } }
 
     /// Closes its connections.
     func close() throws {
