@@ -13,7 +13,7 @@ extension AccountDesk {
     /// sessions and its last `activity` events.
     public func overview(token: String, activity: Int) async throws(AccountsError) -> AccountOverview {
         let (caller, account) = try await liveSession(token: token)
-        recordSeen(caller)
+        recordSeen(lastSeenAt: caller.lastSeenAt, tokenHash: caller.tokenHash)
         return AccountOverview(
             account: try sealing.view(of: account),
             sessions: try await deviceSessions(accountID: account.id, currentTokenHash: caller.tokenHash),
@@ -75,11 +75,14 @@ extension AccountDesk {
     /// session shows an earlier one. The store writes it beside the answer, never before it: best effort, since the
     /// check's answer is right without it, and a check answered from memory during an outage must not wait on the
     /// database.
-    func recordSeen(_ session: SessionRecord) {
+    ///
+    /// Takes the two fields it reads, not the record: a session check passes them from the memory's shared storage,
+    /// and passing the record copied all of its strings.
+    func recordSeen(lastSeenAt: Date?, tokenHash: String) {
         let now = clock.now()
         let minute = Date(timeIntervalSince1970: (now.timeIntervalSince1970 / 60).rounded(.down) * 60)
-        if let seen = session.lastSeenAt, seen >= minute { return }
-        store.noteSeen(tokenHash: session.tokenHash, at: minute)
+        if let seen = lastSeenAt, seen >= minute { return }
+        store.noteSeen(tokenHash: tokenHash, at: minute)
     }
 
     /// A device label (of a session or a history event: `record` names it in the error), opened.

@@ -71,16 +71,17 @@ public final class AccountDesk: Sendable {
     /// When the memory answered, the opened account is kept beside its entry (``SessionMemo``), so a session checked
     /// again is not opened again; the session rules above still apply to every check.
     public func session(token: String) async throws(AccountsError) -> SessionInfo {
-        let (session, account, memo) = try await checkedSession(token: token)
-        recordSeen(session)
+        let found = try await checkedSession(token: token)
+        recordSeen(lastSeenAt: found.session.lastSeenAt, tokenHash: found.session.tokenHash)
+        let memo = found.memo
         let view: AccountView
         if let opened = memo?.value(of: AccountView.self) {
             view = opened
         } else {
-            view = try sealing.view(of: account)
+            view = try sealing.view(of: try live(found).1)
             memo?.keep(view)
         }
-        return SessionInfo(createdAt: session.createdAt, expiresAt: session.expiresAt, account: view, memo: memo)
+        return SessionInfo(createdAt: found.session.createdAt, expiresAt: found.session.expiresAt, account: view, memo: memo)
     }
 
     /// Ends the session behind a bearer token (sign-out); touches nothing at Apple.
@@ -98,12 +99,13 @@ public final class AccountDesk: Sendable {
 
     /// The live session behind a token, with its account's shown fields, for a session check or an access token: the
     /// session memory may answer, and then the memo beside its entry comes too (`nil` for a read from the database).
-    func checkedSession(token: String) async throws(AccountsError) -> (SessionRecord, SealedAccountView, SessionMemo?) {
+    /// What the store found is returned as it is (its fields are not copied out: the memory hands the same session to
+    /// every check), once the session rules held.
+    func checkedSession(token: String) async throws(AccountsError) -> SessionWithAccount {
         let tokenHash = try Self.tokenHash(token)
         var found = store.rememberedSession(tokenHash: tokenHash)
         if found == nil { found = try await storing { try await store.checkSession(tokenHash: tokenHash) } }
-        let (session, account) = try live(found)
-        return (session, account, found?.memo)
+        return try followsRules(found)
     }
 
     /// The SHA-256 a session is found by, or `session_invalid` for no token or one too long to be Orchard's.
@@ -113,16 +115,26 @@ public final class AccountDesk: Sendable {
     }
 
     /// The session rules (ended, expired, account deleted) applied to what the store found.
-    private func live(_ found: SessionWithAccount?) throws(AccountsError) -> (SessionRecord, SealedAccountView) {
-        guard let session = found?.session else { throw AccountsError(.sessionInvalid, "unknown session") }
-        if let reason = session.endReason {
+    func live(_ found: SessionWithAccount?) throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+        let found = try followsRules(found)
+        guard let account = found.account else { throw Self.accountDeleted }
+        return (found.session, account)
+    }
+
+    /// What the store found, once the session rules (ended, expired, account deleted) held for it.
+    private func followsRules(_ found: SessionWithAccount?) throws(AccountsError) -> SessionWithAccount {
+        guard let found else { throw AccountsError(.sessionInvalid, "unknown session") }
+        if let reason = found.session.endReason {
             throw AccountsError(.sessionRevoked, "the session was ended", sessionEndReason: reason)
         }
-        guard session.expiresAt > clock.now() else { throw AccountsError(.sessionInvalid, "the session expired") }
-        guard let account = found?.account else {
-            throw AccountsError(.sessionRevoked, "the account was deleted", sessionEndReason: .accountDeleted)
-        }
-        return (session, account)
+        guard found.session.expiresAt > clock.now() else { throw AccountsError(.sessionInvalid, "the session expired") }
+        // A pattern, not `!= nil`, which copied the account's fields out of the shared storage.
+        if case .none = found.account { throw Self.accountDeleted }
+        return found
+    }
+
+    private static var accountDeleted: AccountsError {
+        AccountsError(.sessionRevoked, "the account was deleted", sessionEndReason: .accountDeleted)
     }
 
     // MARK: Operators

@@ -34,6 +34,24 @@ struct SessionMemoryTests {
         )
     }
 
+    @Test("what the memory hands out is a value: copies share their storage, and a change to one leaves the others as read")
+    func handedOutSessionsAreValues() {
+        let original = Self.live("t1")
+        var copy = original
+        #expect(copy == original)
+        copy.memo = SessionMemo()
+        #expect(original.memo == nil, "a copy's memo reached the original")
+        #expect(copy == original, "the memo is not part of what was read")
+        copy.session.endReason = .signedOut
+        copy.account?.emailForwarding = .disabled
+        #expect(original.session.endReason == nil)
+        #expect(original.account?.emailForwarding == .enabled)
+        #expect(copy != original)
+        #expect(copy.memo != nil, "changing a field dropped the memo")
+        copy.account = nil
+        #expect(original.account != nil)
+    }
+
     /// A replica's memory on `clock`, renewed every half second until its warm-up has passed, so that it answers now.
     static func warm(_ clock: ManualMonotonicClock) -> SessionMemory {
         let memory = SessionMemory(clock: clock, timings: .replicas, needsNoLease: false)

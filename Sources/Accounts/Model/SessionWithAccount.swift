@@ -1,25 +1,53 @@
 import Synchronization
 
 /// A session with the shown fields of its account, as one read finds them: the one read model of a session.
+///
+/// Its copies share one storage: the session memory hands the same remembered session to every check, on every event
+/// loop, and copying its fields (a dozen strings, each retained and released from both loops) showed in serve's
+/// profile under the session check (Benchmarks/README, A21). Its fields are read in place (`_read`: reading
+/// `found.session.expiresAt` copies no string); a change of a field makes the copy its own storage.
 public struct SessionWithAccount: Sendable, Equatable {
+    private final class Storage: Sendable {
+        let session: SessionRecord
+        let account: SealedAccountView?
+        let memo: SessionMemo?
+
+        init(session: SessionRecord, account: SealedAccountView?, memo: SessionMemo?) {
+            self.session = session
+            self.account = account
+            self.memo = memo
+        }
+    }
+
+    private var storage: Storage
+
     /// The session.
-    public var session: SessionRecord
+    public var session: SessionRecord {
+        _read { yield storage.session }
+        set { storage = Storage(session: newValue, account: account, memo: memo) }
+    }
+
     /// Its account's shown fields; `nil` when the account was deleted.
-    public var account: SealedAccountView?
+    public var account: SealedAccountView? {
+        _read { yield storage.account }
+        set { storage = Storage(session: session, account: newValue, memo: memo) }
+    }
+
     /// Beside a session the session memory remembers: what the layers above derived from it; `nil` for a read from the
     /// database.
-    public var memo: SessionMemo?
+    public var memo: SessionMemo? {
+        _read { yield storage.memo }
+        set { storage = Storage(session: session, account: account, memo: newValue) }
+    }
 
     /// Creates the record.
     public init(session: SessionRecord, account: SealedAccountView?, memo: SessionMemo? = nil) {
-        self.session = session
-        self.account = account
-        self.memo = memo
+        storage = Storage(session: session, account: account, memo: memo)
     }
 
     /// The same session and account as they were read; the memo is not part of what was read.
     public static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.session == rhs.session && lhs.account == rhs.account
+        lhs.storage === rhs.storage || (lhs.session == rhs.session && lhs.account == rhs.account)
     }
 }
 

@@ -27,7 +27,7 @@ public struct AccessTokens: Sendable {
     /// - Throws: `session_invalid` or `session_revoked` as the session check does; `storage_unavailable` when the keys
     ///   cannot be read or opened.
     public func issue(sessionToken: String) async throws(AccountsError) -> Issued {
-        let (session, account, _) = try await accounts.checkedSession(token: sessionToken)
+        let (session, account) = try accounts.live(try await accounts.checkedSession(token: sessionToken))
         let signer = try await keys.signer()
         let issuedAt = Int64(clock.now().timeIntervalSince1970.rounded(.down))
         let ttl = configuration.ttl.components.seconds
