@@ -117,7 +117,7 @@ public final class SQLiteChangeWatch: Sendable {
                 guard code == SQLITE_OK else {
                     sqlite3_finalize(statement)
                     statement = nil
-                    throw failure(code, sql: sql, on: raw)
+                    throw SQLiteStatement.failure(code, sql: sql, on: raw)
                 }
             }
             let prepared = statement
@@ -125,12 +125,8 @@ public final class SQLiteChangeWatch: Sendable {
             switch sqlite3_step(prepared) {
             case SQLITE_ROW: return sqlite3_column_int64(prepared, 0)
             case SQLITE_DONE: return 0
-            case let code: throw failure(code, sql: sql, on: raw)
+            case let code: throw SQLiteStatement.failure(code, sql: sql, on: raw)
             }
-        }
-
-        private static func failure(_ code: Int32, sql: String, on raw: OpaquePointer) -> DatabaseError {
-            DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(raw)), sql: sql)
         }
 
         /// Finalizes the statements (SQLite closes no connection with statements left), then closes the connection.

@@ -83,6 +83,12 @@ enum SQLiteStatement {
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
     private static func failure(_ code: Int32, sql: String, on database: Database) -> DatabaseError {
-        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(database.sqliteConnection)), sql: sql)
+        failure(code, sql: sql, on: database.sqliteConnection)
+    }
+
+    /// GRDB's error for a result code of SQLite's API on `connection`, with SQLite's message and the statement: the one
+    /// place a call through the SQLite API (here, and ``SQLiteChangeWatch``'s looks) turns a code into an error.
+    static func failure(_ code: Int32, sql: String, on connection: OpaquePointer?) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
     }
 }
