@@ -78,7 +78,7 @@ public final class AccountDesk: Sendable {
         if let opened = memo?.value(of: AccountView.self) {
             view = opened
         } else {
-            view = try sealing.view(of: try live(found).1)
+            view = try sealing.view(of: try account(of: found))
             memo?.keep(view)
         }
         return SessionInfo(createdAt: found.session.createdAt, expiresAt: found.session.expiresAt, account: view, memo: memo)
@@ -115,10 +115,15 @@ public final class AccountDesk: Sendable {
     }
 
     /// The session rules (ended, expired, account deleted) applied to what the store found.
-    func live(_ found: SessionWithAccount?) throws(AccountsError) -> (SessionRecord, SealedAccountView) {
+    private func live(_ found: SessionWithAccount?) throws(AccountsError) -> (SessionRecord, SealedAccountView) {
         let found = try followsRules(found)
-        guard let account = found.account else { throw Self.accountDeleted }
-        return (found.session, account)
+        return (found.session, try account(of: found))
+    }
+
+    /// The account of a session ``checkedSession(token:)`` let through, whose rules already refused a deleted account.
+    func account(of checked: SessionWithAccount) throws(AccountsError) -> SealedAccountView {
+        guard let account = checked.account else { throw Self.accountDeleted }
+        return account
     }
 
     /// What the store found, once the session rules (ended, expired, account deleted) held for it.

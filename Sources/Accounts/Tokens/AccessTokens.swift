@@ -27,7 +27,8 @@ public struct AccessTokens: Sendable {
     /// - Throws: `session_invalid` or `session_revoked` as the session check does; `storage_unavailable` when the keys
     ///   cannot be read or opened.
     public func issue(sessionToken: String) async throws(AccountsError) -> Issued {
-        let (session, account) = try accounts.live(try await accounts.checkedSession(token: sessionToken))
+        let checked = try await accounts.checkedSession(token: sessionToken)
+        let (session, account) = (checked.session, try accounts.account(of: checked))
         let signer = try await keys.signer()
         let issuedAt = Int64(clock.now().timeIntervalSince1970.rounded(.down))
         let ttl = configuration.ttl.components.seconds

@@ -6,14 +6,15 @@ import Synchronization
 /// connections of its own: `PRAGMA data_version`, which moves whenever any other connection commits, and the
 /// `session_epoch` counter, which every change to what a session check shows moves in its own transaction.
 ///
-/// Each look runs on the calling thread, on whichever of its connections is free. While nothing was committed since that
-/// connection's last look (the session check's common case, `Benchmarks/run`'s SQLite session check), the look reads
-/// no statement: every commit, by any process, rewrites the header of the WAL index (the `-shm` file, which SQLite
-/// keeps mapped for each connection), and a look whose header is the one its last look saw answers ``Look/unchanged``
-/// from it. Stepping `PRAGMA data_version` takes and drops a read lock of SQLite's (two `fcntl` calls) and runs SQLite's
-/// VM: about 2.5 % of serve's samples under the session check (Benchmarks/README, A21). Two event loops checking sessions at once each
-/// take a connection of their own: with one connection behind one lock (as before) they queued for it, and the lock's
-/// contended path (its spinning and futex calls) showed in serve's profile (Benchmarks/README, A17).
+/// Each look runs on the calling thread, on whichever of its connections is free. While nothing was committed since
+/// that connection's last look (the session check's common case, `Benchmarks/run`'s SQLite session check), the look
+/// reads no statement: every commit, by any process, rewrites the header of the WAL index (the `-shm` file, which
+/// SQLite keeps mapped for each connection), and a look whose header is the one its last look saw answers
+/// ``Look/unchanged`` from it. Stepping `PRAGMA data_version` takes and drops a read lock of SQLite's (two `fcntl`
+/// calls) and runs SQLite's VM: about 2.5 % of serve's samples under the session check (Benchmarks/README, A21). Two
+/// event loops checking sessions at once each take a connection of their own: with one connection behind one lock (as
+/// before) they queued for it, and the lock's contended path (its spinning and futex calls) showed in serve's profile
+/// (Benchmarks/README, A17).
 public final class SQLiteChangeWatch: Sendable {
     /// What one look found.
     enum Look: Equatable {
