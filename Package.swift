@@ -145,6 +145,7 @@ let package = Package(
                 server("AsyncHTTPClient", "async-http-client"),
                 server("NIOCore", "swift-nio"),
                 server("NIOHTTP1", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
                 server("ServiceLifecycle", "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings

@@ -109,7 +109,11 @@ struct AppleEndpointsController<Context: RequestContext>: Sendable {
             refreshToken: logged.refreshToken,
             redirectURI: logged.redirectURI
         )
-        let (sequence, latency) = emulator.state.withLock { ($0.callLog.append(call), $0.latency) }
+        let onOwnThreads = EmulatorExecutor.shared.isCurrent
+        let (sequence, latency) = emulator.state.withLock { state in
+            if onOwnThreads { state.callsOnOwnThreads += 1 }
+            return (state.callLog.append(call), state.latency)
+        }
         if latency > .zero {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: latency) }
         }

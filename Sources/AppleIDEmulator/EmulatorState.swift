@@ -48,6 +48,8 @@ struct EmulatorState: Sendable {
     var latency: Duration
     /// Which calls are held at Apple until a test releases them (``AppleEmulator/holdCalls(where:)``).
     var heldCalls: (@Sendable (EmulatorCall) -> Bool)?
+    /// How many calls to Apple's endpoints were taken up on the emulators' own threads (``EmulatorExecutor``).
+    var callsOnOwnThreads = 0
     /// Where notifications go.
     var notifyURL: String?
     /// Users by subject, as last authorized.

@@ -47,7 +47,7 @@ extension AppleEmulator {
             continuation.finish()
         }
         let serviceGroup = ServiceGroup(configuration: .init(services: [application], logger: logger))
-        let task = Task {
+        let task = Task(executorPreference: EmulatorExecutor.shared) {
             defer { continuation.finish() }
             try await serviceGroup.run()
         }
