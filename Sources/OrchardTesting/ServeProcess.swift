@@ -140,6 +140,18 @@ public struct ServeProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// Waits for the exit (off the concurrency pool), after a signal sent with ``send(_:)``; returns the exit status.
+    public func exitStatus() async -> Int32 {
+        await waitForExit()
+        return process.terminationStatus
+    }
+
+    /// Whether the process still holds its listening socket: false once a graceful shutdown has stopped accepting
+    /// connections (or the process has exited).
+    public var isListening: Bool {
+        process.isRunning && ListeningSocket.isHeld(port: port, byProcess: process.processIdentifier)
+    }
+
     /// Sends `signal` (`SIGSTOP`, `SIGCONT`, ...).
     public func send(_ signal: Int32) {
         if process.isRunning { Foundation.kill(process.processIdentifier, signal) }

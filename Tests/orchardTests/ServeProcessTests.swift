@@ -93,37 +93,42 @@ struct ServeProcessTests {
     func gracefulDrain() async throws {
         let setup = try await Setup.start()
         defer { Task { await setup.stop() } }
-        // A grace far above the 3 s call: on a loaded machine the emulator (in this test process) answers late, and the
-        // test is about the call being let finish and recorded, not about a tight grace.
+        // A grace far above what the drain needs: the test is about the call being let finish and recorded.
         var environment = setup.environment
         environment["ORCHARD_SHUTDOWN_GRACE"] = "30"
         let serve = try await ServeProcess.start(environment: environment, logDirectory: setup.directory.path, http: setup.http)
         let client = setup.client(serve)
         let signIn = try await client.signIn(setup.emulator.makeUser(), clientID: "com.example.orchard.app").response
         let token = try #require((signIn.json["session"] as? [String: Any])?["token"] as? String)
-        // The deletion's own attempt fails; the background worker's retry then meets an Apple that takes 3 s.
+        // The deletion's own attempt fails; Apple then holds the background worker's retry until serve is told to stop
+        // and has stopped accepting, and answers it at once: no guessed latency, against Orchard's own 10 s a call.
         setup.emulator.injectFailure(endpoint: .revoke, failure: .status(503), count: 1)
+        setup.emulator.holdCalls { [emulator = setup.emulator] call in
+            call.endpoint == .revoke && emulator.calls(to: .revoke).count >= 2
+        }
         let deletion = try await client.request(.DELETE, "/v1/account", bearer: token)
         #expect(deletion["apple_revocation"] == "pending")
-        setup.emulator.setLatency(.seconds(3))
         let retryInFlight = await eventually {
             setup.emulator.calls(to: .revoke).count == 2 && setup.emulator.calls(to: .revoke).last?.status == nil
         }
         #expect(retryInFlight, "the background retry never reached Apple: \(serve.logText)")
 
         let started = ContinuousClock.now
-        let status = await serve.terminate()
+        serve.send(SIGTERM)
+        #expect(await eventually { !serve.isListening }, "serve kept accepting after SIGTERM: \(serve.logText)")
+        #expect(setup.emulator.calls(to: .revoke).last?.status == nil, "the retry was answered before serve began to stop")
+        setup.emulator.releaseHeldCalls()
+        let status = await serve.exitStatus()
         let took = ContinuousClock.now - started
         #expect(status == 0, "\(serve.logText)")
         #expect(took < .seconds(30), "shutdown took \(took), past ORCHARD_SHUTDOWN_GRACE: \(serve.logText)")
-        // The call in flight was let finish (Apple answered after its 3 s) and its outcome recorded before exit.
+        // The call in flight was let finish (Apple answered once serve was stopping) and its outcome recorded before exit.
         let revokes = setup.emulator.calls(to: .revoke)
         #expect(revokes.count == 2)
         #expect(revokes.last?.status == 200)
         let pending = try await OrchardProcess.runInBackground(["accounts", "revocations"], environment: setup.environment)
         #expect(pending.standardOutput.contains("(none pending)"), "\(pending.standardOutput)\(pending.standardError)")
 
-        setup.emulator.setLatency(.zero)
         let restarted = try await ServeProcess.start(environment: setup.environment, logDirectory: setup.directory.path, http: setup.http)
         #expect(await setup.client(restarted).waitForJobPasses("revocations"))
         #expect(setup.emulator.calls(to: .revoke).count == 2, "the restart sent the revocation again")
