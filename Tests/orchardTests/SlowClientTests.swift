@@ -25,9 +25,11 @@ struct SlowClientTests {
         exchange.closed(between: .seconds(9), and: .seconds(11))
     }
 
-    /// An exchange's close and its event loops' lateness, for a failed expectation.
+    /// An exchange's close, its event loops' lateness and what the server sent (an answer before the body was whole
+    /// would leave the connection to the idle deadline), for a failed expectation.
     static func describe(_ exchange: RawHTTP.Exchange) -> String {
-        "closed after \(String(describing: exchange.closedAfter)), timers \(exchange.timersLate) late"
+        let received = String(decoding: exchange.received.prefix(300), as: UTF8.self)
+        return "closed after \(String(describing: exchange.closedAfter)), timers \(exchange.timersLate) late, received \(received.debugDescription)"
     }
 
     /// `orchard serve` on the selected backend, logging at debug (each close says which deadline passed, and how long
@@ -44,7 +46,9 @@ struct SlowClientTests {
     /// up, and after it armed the timer, it closed it), so that the failure says whether the connection was taken up
     /// late, its timer ran late, or no deadline closed it.
     static func recordServersAccount(_ serve: ServeProcess) {
-        let lines = serve.logText.split(separator: "\n").filter { $0.contains("deadline passed") }
+        let lines = serve.logText.split(separator: "\n").filter {
+            $0.contains("deadline passed") || $0.contains("before its body had arrived")
+        }
         if lines.isEmpty { Issue.record("serve logged no deadline") }
         for line in lines.prefix(12) { Issue.record("serve: \(line)") }
     }
