@@ -67,6 +67,9 @@ public enum RawHTTP {
         /// process runs its deadlines on them too: a test process too busy to run them on time delays the close by as
         /// much, and a bound on the close allows for it.
         public let timersLate: Duration
+        /// When the wait gave up: what the kernel said of the connection then (``TCPConnectionState``); `nil` when the
+        /// server closed it in time.
+        public let stateAtGiveUp: String?
 
         /// Whether the connection was closed no earlier than `earliest` and no later than `latest` plus
         /// ``timersLate``.
@@ -128,7 +131,9 @@ public enum RawHTTP {
             let probes = expected.map { TimerProbes(due: reference + TimeAmount($0)) }
             // Past `closeWithin` the test closes the connection itself, which ends the read below.
             let giveUp = loop.scheduleTask(in: TimeAmount(closeWithin)) {
-                if timeline.giveUpUnlessClosed() { channel.channel.close(promise: nil) }
+                if timeline.giveUpUnlessClosed(state: TCPConnectionState.describe(localPort: channel.channel.localAddress?.port)) {
+                    channel.channel.close(promise: nil)
+                }
             }
             do {
                 while let buffer = try await iterator.next() { received += Array(buffer.readableBytesView) }
@@ -137,7 +142,12 @@ public enum RawHTTP {
             }
             giveUp.cancel()
             let late = await probes?.lateness(closedAt: timeline.closedAt) ?? .zero
-            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: max(late, stalls.stop()))
+            return Exchange(
+                received: received,
+                closedAfter: timeline.closedAfterReference,
+                timersLate: max(late, stalls.stop()),
+                stateAtGiveUp: timeline.stateAtGiveUp
+            )
         }
     }
 
@@ -163,7 +173,9 @@ public enum RawHTTP {
             let reference = try await raw.writeAndFlush(ByteBuffer(bytes: head + [first])).map { timeline.markReference(written: true) }.get()
             let probes = TimerProbes(due: reference + TimeAmount(expected))
             let giveUp = loop.scheduleTask(in: TimeAmount(closeWithin)) {
-                if timeline.giveUpUnlessClosed() { raw.close(promise: nil) }
+                if timeline.giveUpUnlessClosed(state: TCPConnectionState.describe(localPort: raw.localAddress?.port)) {
+                    raw.close(promise: nil)
+                }
             }
             // Each later byte at its own time after the first, on the connection's loop; none after the close.
             let drips = bytes.dropFirst().enumerated().map { index, byte in
@@ -180,7 +192,12 @@ public enum RawHTTP {
             giveUp.cancel()
             for drip in drips { drip.cancel() }
             let late = await probes.lateness(closedAt: timeline.closedAt)
-            return Exchange(received: received, closedAfter: timeline.closedAfterReference, timersLate: max(late, stalls.stop()))
+            return Exchange(
+                received: received,
+                closedAfter: timeline.closedAfterReference,
+                timersLate: max(late, stalls.stop()),
+                stateAtGiveUp: timeline.stateAtGiveUp
+            )
         }
     }
 
@@ -215,6 +232,7 @@ private final class Timeline: Sendable {
         var reference: NIODeadline?
         var closed: NIODeadline?
         var gaveUp = false
+        var stateAtGiveUp: String?
     }
 
     private let times = Mutex(Times())
@@ -238,13 +256,20 @@ private final class Timeline: Sendable {
     var closedAt: NIODeadline? { times.withLock { $0.closed } }
 
     /// Marks the wait as given up, unless the connection has closed already: `true` when the caller should close it.
-    func giveUpUnlessClosed() -> Bool {
-        times.withLock { times in
+    /// `state` (what the kernel said of the connection then) is evaluated only when the wait gives up.
+    func giveUpUnlessClosed(state: @autoclosure () -> String) -> Bool {
+        guard times.withLock({ $0.closed == nil }) else { return false }
+        let state = state()
+        return times.withLock { times in
             guard times.closed == nil else { return false }
             times.gaveUp = true
+            times.stateAtGiveUp = state
             return true
         }
     }
+
+    /// What the kernel said of the connection when the wait gave up.
+    var stateAtGiveUp: String? { times.withLock { $0.stateAtGiveUp } }
 
     /// How long after the reference the server closed the connection; `nil` when it did not before the wait gave up.
     var closedAfterReference: Duration? {

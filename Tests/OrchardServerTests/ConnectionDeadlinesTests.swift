@@ -132,4 +132,16 @@ struct ConnectionDeadlinesTests {
             #expect(closed, "\(Self.describe(result, logs))")
         }
     }
+
+    /// The test support's own diagnosis: a wait that gives up before the server closes says what the kernel said of the
+    /// connection (a server's close that reached this end but not its event loop would read `CLOSE_WAIT`).
+    @Test("a raw exchange that gives up before the close says the connection was still established and held")
+    func giveUpState() async throws {
+        try await Self.withServer { port, _ in
+            let result = try await RawHTTP.exchange(port: port, answered: [Self.request], thenSending: [], closeWithin: .milliseconds(300))
+            #expect(result.closedAfter == nil)
+            #expect(result.stateAtGiveUp?.hasPrefix("ESTABLISHED, queues ") == true, "\(result.stateAtGiveUp as Any)")
+            #expect(result.stateAtGiveUp?.hasSuffix(", held by this process") == true, "\(result.stateAtGiveUp as Any)")
+        }
+    }
 }

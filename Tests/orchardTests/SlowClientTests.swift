@@ -29,7 +29,9 @@ struct SlowClientTests {
     /// would leave the connection to the idle deadline), for a failed expectation.
     static func describe(_ exchange: RawHTTP.Exchange) -> String {
         let received = String(decoding: exchange.received.prefix(300), as: UTF8.self)
-        return "closed after \(String(describing: exchange.closedAfter)), timers \(exchange.timersLate) late, received \(received.debugDescription)"
+        let state = exchange.stateAtGiveUp.map { ", at the give-up the connection was \($0)" } ?? ""
+        let closed = "closed after \(String(describing: exchange.closedAfter)), timers \(exchange.timersLate) late"
+        return "\(closed), received \(received.debugDescription)\(state)"
     }
 
     /// `orchard serve` on the selected backend, logging at debug (each close says which deadline passed, and how long
