@@ -176,14 +176,19 @@ struct DeletionTests {
 
     @Test("while the request waits on Apple for its revocation, the background worker cannot take the row it holds")
     func noDoubleRevocation() async throws {
-        // A wait far longer than Apple's delay, so that the request sees Apple's answer even on a loaded machine.
-        try await OrchardHarness.with(jobs: .byTest, deadlines: Deadlines(revocationWait: .seconds(30)), noDoubleRevocationBody)
+        // A wait far longer than Apple holds the call, so that the request sees Apple's answer even on a loaded machine.
+        try await OrchardHarness.with(
+            jobs: .byTest,
+            deadlines: Deadlines(revocationWait: .seconds(30), appleCall: .seconds(60)),
+            noDoubleRevocationBody
+        )
     }
 
     private func noDoubleRevocationBody(_ h: OrchardHarness) async throws {
         let user = h.emulator.makeUser()
         let token = try await h.signUp(user)
-        h.emulator.setLatency(.seconds(3))
+        // Apple holds the request's call until the worker's passes are done, however long they take here.
+        h.emulator.holdCalls { $0.endpoint == .revoke }
         let deletion = Task { try await h.request(.DELETE, "/v1/account", bearer: token) }
         // The request's call is at Apple: the row it wrote is leased to it, so no pass of the worker may claim it, even
         // with the clock anywhere within the request's wait.
@@ -191,7 +196,7 @@ struct DeletionTests {
         #expect(await h.runJobs()[.revocations] == 0)
         h.clock.advance(by: 20)
         #expect(await h.runJobs()[.revocations] == 0)
-        h.emulator.setLatency(.zero)
+        h.emulator.releaseHeldCalls()
         #expect(try await deletion.value["apple_revocation"] == "revoked")
         #expect(await h.runJobs()[.revocations] == 0)
         #expect(h.emulator.calls(to: .revoke).count == 1)

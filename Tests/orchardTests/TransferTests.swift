@@ -265,10 +265,14 @@ struct TransferTests {
         let file = setup.directory.file("transfer.jsonl")
 
         /// Starts `orchard ARGUMENTS`, waits until Apple has answered 3 more of its usermigrationinfo calls, then kills
-        /// it with SIGKILL.
+        /// it with SIGKILL. Apple holds every later call until the kill, so the command cannot finish first however
+        /// late the kill comes.
         func killMidway(_ arguments: [String], environment: [String: String]) async throws {
-            func answered() -> Int { setup.emulator.calls(to: .userMigrationInfo).filter { $0.status == 200 }.count }
+            let emulator = setup.emulator
+            @Sendable func answered() -> Int { emulator.calls(to: .userMigrationInfo).filter { $0.status == 200 }.count }
             let before = answered()
+            emulator.holdCalls { $0.endpoint == .userMigrationInfo && answered() >= before + 3 }
+            defer { setup.emulator.releaseHeldCalls() }
             let process = Process()
             process.executableURL = OrchardProcess.executable
             process.arguments = arguments
@@ -283,10 +287,8 @@ struct TransferTests {
             #expect(process.terminationReason == .uncaughtSignal, "killed before it finished")
         }
 
-        // Apple answers slowly, so that each command is killed partway through.
-        setup.emulator.setLatency(.milliseconds(300))
+        // Each command is killed partway through.
         try await killMidway(["transfer", "export", "--target", Self.teamB, "--out", file], environment: setup.sideA)
-        setup.emulator.setLatency(.zero)
         let callsBefore = setup.emulator.calls(to: .userMigrationInfo).count
         let exported = try await OrchardProcess.runInBackground(
             ["transfer", "export", "--target", Self.teamB, "--out", file, "--json"],
@@ -317,9 +319,7 @@ struct TransferTests {
             .signIn(users[0], clientID: Self.app).response
         #expect(early.json["is_new_account"] as? Bool == true)
         #expect(await serveB.terminate() == 0)
-        setup.emulator.setLatency(.milliseconds(300))
         try await killMidway(["transfer", "import", file], environment: setup.sideB)
-        setup.emulator.setLatency(.zero)
         let imported = try await OrchardProcess.runInBackground(["transfer", "import", file, "--json"], environment: setup.sideB)
         #expect(imported.status == 1, "\(imported)")
         #expect(imported.standardOutput.contains(#""exchanged":11,"pending":0,"revoked_before_transfer":0,"failed":1}"#), "\(imported)")
