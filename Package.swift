@@ -280,6 +280,7 @@ let package = Package(
                 server("AsyncHTTPClient", "async-http-client"),
                 server("NIOCore", "swift-nio"),
                 server("NIOHTTP1", "swift-nio"),
+                server("NIOPosix", "swift-nio"),
                 server("SQLKit", "sql-kit"),
                 server("Logging", "swift-log"),
                 server("InMemoryLogging", "swift-log"),

@@ -30,7 +30,7 @@ enum ListeningSocket {
         let suffix = ":" + String(format: "%04X", port)
         var inodes = Set<String>()
         for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-            guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+            guard let text = ProcFS.text(table) else { continue }
             // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ..."
             for line in text.split(separator: "\n").dropFirst() {
                 let fields = line.split(separator: " ")

@@ -13,7 +13,7 @@ enum TCPConnectionState {
             "08": "CLOSE_WAIT", "09": "LAST_ACK", "0B": "CLOSING",
         ]
         let suffix = ":" + String(format: "%04X", port)
-        guard let text = try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8) else { return "no /proc/net/tcp" }
+        guard let text = ProcFS.text("/proc/net/tcp") else { return "no /proc/net/tcp" }
         // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode ..."
         for line in text.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")

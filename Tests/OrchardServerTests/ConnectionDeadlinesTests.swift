@@ -4,6 +4,7 @@ import HummingbirdCore
 import InMemoryLogging
 import Logging
 import NIOCore
+import NIOPosix
 import OrchardTesting
 import Synchronization
 import Testing
@@ -134,10 +135,16 @@ struct ConnectionDeadlinesTests {
     }
 
     /// The test support's own diagnosis: a wait that gives up before the server closes says what the kernel said of the
-    /// connection (a server's close that reached this end but not its event loop would read `CLOSE_WAIT`).
+    /// connection (a server's close that reached this end but not its event loop would read `CLOSE_WAIT`), found among
+    /// many: `/proc/net/tcp` is read whole, not its first page, as `String(contentsOfFile:)` would.
     @Test("a raw exchange that gives up before the close says the connection was still established and held")
     func giveUpState() async throws {
         try await Self.withServer { port, _ in
+            var others: [any Channel] = []
+            for _ in 0..<60 {
+                others.append(try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get())
+            }
+            defer { for other in others { other.close(promise: nil) } }
             let result = try await RawHTTP.exchange(port: port, answered: [Self.request], thenSending: [], closeWithin: .milliseconds(300))
             #expect(result.closedAfter == nil)
             #expect(result.stateAtGiveUp?.hasPrefix("ESTABLISHED, queues ") == true, "\(result.stateAtGiveUp as Any)")
