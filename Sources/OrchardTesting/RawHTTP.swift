@@ -138,7 +138,7 @@ public enum RawHTTP {
             do {
                 while let buffer = try await iterator.next() { received += Array(buffer.readableBytesView) }
             } catch {
-                // A reset counts as closed.
+                // A reset counts as closed (the handler recorded it before the stream threw).
             }
             giveUp.cancel()
             let late = await probes?.lateness(closedAt: timeline.closedAt) ?? .zero
@@ -187,7 +187,7 @@ public enum RawHTTP {
             do {
                 for try await buffer in inbound { received += Array(buffer.readableBytesView) }
             } catch {
-                // A reset counts as closed.
+                // A reset counts as closed (the handler recorded it before the stream threw).
             }
             giveUp.cancel()
             for drip in drips { drip.cancel() }
@@ -239,7 +239,8 @@ private final class Timeline: Sendable {
 
     func opened() { times.withLock { $0.opened = $0.opened ?? .now() } }
     func read() { times.withLock { $0.lastRead = .now() } }
-    func closed() { times.withLock { $0.closed = .now() } }
+    /// The connection ended: the first of its reset and its `channelInactive` counts.
+    func closed() { times.withLock { $0.closed = $0.closed ?? .now() } }
 
     /// Sets, and returns, the moment the server's deadline is measured from: now, when something was just written (on
     /// the event loop), else the last byte read, or the opening when nothing was read. The connect may return before the
@@ -389,6 +390,15 @@ private final class TimelineHandler: ChannelInboundHandler, RemovableChannelHand
     func channelInactive(context: ChannelHandlerContext) {
         timeline.closed()
         context.fireChannelInactive()
+    }
+
+    /// A reset (or a failed write) ends the connection here: NIO passes the error along the pipeline first and closes
+    /// the channel after, and the stream's reader, on another thread, may already have seen the error and read the
+    /// timeline before `channelInactive` came (in CI: a dripped body's close, a reset since a drip was still unread
+    /// when the server closed, was read as no close at all).
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        timeline.closed()
+        context.fireErrorCaught(error)
     }
 }
 
