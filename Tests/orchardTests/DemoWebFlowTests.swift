@@ -28,11 +28,11 @@ struct DemoWebFlowTests {
         }
 
         let deadline = Date().addingTimeInterval(120)
-        while !printed.text.contains("until Ctrl-C:\n  account page:"), Date() < deadline {
+        // The whole block it prints once serving: its last line's end.
+        while !printed.text.contains("(control API under /_emulator/)\n"), Date() < deadline {
             guard process.isRunning else { break }
             try await Task.sleep(for: .milliseconds(100))
         }
-        try await Task.sleep(for: .milliseconds(300))
         let text = printed.text
         #expect(text.contains("Demo complete."), "\(text)")
         let serving = try #require(text.components(separatedBy: "Serving until Ctrl-C").last)
